@@ -1,0 +1,294 @@
+package react
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/tool"
+)
+
+type agent struct {
+	model llm.ChatModel
+	tools *tool.Registry
+	opts  Options
+}
+
+// errUnparseable marks a JSON-format reply that cannot be read.
+var errUnparseable = errors.New("react: unparseable reply")
+
+// turn is the current turn of a conversation: what follows its last human
+// message.
+type turn struct {
+	question   string
+	msgs       []llm.Message
+	steps      int
+	toolErrors int
+}
+
+// observations returns the turn's successful tool messages.
+func (t turn) observations() []llm.Message {
+	var out []llm.Message
+	for _, m := range t.msgs {
+		if m.Type == llm.TypeTool && !m.IsError() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func currentTurn(msgs []llm.Message) turn {
+	start := 0
+	var t turn
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Type == llm.TypeHuman {
+			start = i + 1
+			t.question = msgs[i].Text()
+			break
+		}
+	}
+	t.msgs = msgs[start:]
+	for _, m := range t.msgs {
+		switch {
+		case m.Type == llm.TypeAI && len(m.ToolCalls)+len(m.InvalidToolCalls) > 0:
+			t.steps++
+		case m.Type == llm.TypeTool && m.IsError():
+			t.toolErrors++
+		}
+	}
+	return t
+}
+
+func (a *agent) node(ctx context.Context, s graph.State) (graph.Update, error) {
+	msgs := Messages.Get(s)
+	t := currentTurn(msgs)
+	now := time.Now()
+	var out graph.Update
+	start, ok := startedAt.Lookup(s)
+	if len(t.msgs) == 0 || !ok || start.IsZero() {
+		start = now
+		out = startedAt.Write(now)
+	}
+	deadline := start.Add(a.opts.Timeout)
+	reply, err := a.decide(ctx, msgs, t, deadline)
+	if err != nil {
+		return graph.Update{}, err
+	}
+	return out.And(Messages.Write(reply)), nil
+}
+
+// decide returns the agent's next message: tool calls, an answer, or a
+// fallback answer.
+func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, deadline time.Time) (llm.Message, error) {
+	if !time.Now().Before(deadline) {
+		return a.fallback(ctx, t, StopTimeout, context.DeadlineExceeded), nil
+	}
+	if t.toolErrors >= a.opts.MaxToolErrors {
+		return a.fallback(ctx, t, StopToolErrors, nil), nil
+	}
+	tctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	forced := t.steps >= a.opts.MaxSteps
+	reply, err := a.ask(tctx, msgs, forced)
+	if err == nil && a.opts.Mode == JSONFormat {
+		var perr error
+		if reply, perr = a.parse(reply, len(msgs)); perr != nil {
+			// One retry, telling the model what was wrong.
+			retry := append(msgs[:len(msgs):len(msgs)], llm.AI(reply.Text()), llm.Human(fmt.Sprintf("Your reply could not be used: %v. Reply with only one JSON object of the form {\"thought\": ..., \"action\": ..., \"action_input\": {...}}.", perr)))
+			reply, err = a.ask(tctx, retry, forced)
+			if err == nil {
+				if reply, perr = a.parse(reply, len(msgs)); perr != nil {
+					return a.fallback(ctx, t, StopParseError, perr), nil
+				}
+			}
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return llm.Message{}, ctx.Err()
+		}
+		if tctx.Err() != nil {
+			return a.fallback(ctx, t, StopTimeout, err), nil
+		}
+		return a.fallback(ctx, t, StopModelError, err), nil
+	}
+	if forced {
+		// The model was asked not to call tools; if it did anyway, answer
+		// from the observations.
+		if len(reply.ToolCalls)+len(reply.InvalidToolCalls) > 0 || strings.TrimSpace(reply.Text()) == "" {
+			return a.fallback(ctx, t, StopMaxSteps, nil), nil
+		}
+		return finish(reply, StopMaxSteps, false), nil
+	}
+	if len(reply.ToolCalls)+len(reply.InvalidToolCalls) > 0 {
+		return reply, nil
+	}
+	return finish(reply, StopAnswer, false), nil
+}
+
+// ask calls the model, streaming unless NoStream. forced asks for an
+// answer without tools.
+func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool) (llm.Message, error) {
+	var conv []llm.Message
+	model := a.model
+	switch a.opts.Mode {
+	case JSONFormat:
+		if p := a.jsonPrompt(); p != "" {
+			conv = append(conv, llm.System(p))
+		}
+		conv = append(conv, asJSONConversation(msgs)...)
+		if forced {
+			conv = append(conv, llm.Human(`You have used all your steps. Reply now with {"thought": ..., "action": "FINISH", "action_input": {"answer": ...}}, answering from what you know.`))
+		}
+	default:
+		conv = msgs
+		if a.opts.SystemPrompt != "" || forced {
+			// Copy only when something is added: the history is long.
+			conv = make([]llm.Message, 0, len(msgs)+2)
+			if a.opts.SystemPrompt != "" {
+				conv = append(conv, llm.System(a.opts.SystemPrompt))
+			}
+			conv = append(conv, msgs...)
+		}
+		if forced {
+			conv = append(conv, llm.Human("You have used all your steps. Answer now from what you know, without calling tools."))
+		} else if specs := a.tools.Specs(); len(specs) > 0 {
+			model = model.BindTools(specs)
+		}
+	}
+	if a.opts.NoStream {
+		return model.Generate(ctx, conv)
+	}
+	var chunks []llm.Chunk
+	for c, err := range model.Stream(ctx, conv) {
+		if err != nil {
+			return llm.Message{}, err
+		}
+		graph.StreamMessage(ctx, c)
+		chunks = append(chunks, c)
+	}
+	return llm.Merge(chunks...).Message(), nil
+}
+
+// finish marks reply as the turn's final answer.
+func finish(reply llm.Message, why StopReason, fallback bool) llm.Message {
+	md := make(llm.ResponseMetadata, len(reply.ResponseMetadata)+2)
+	maps.Copy(md, reply.ResponseMetadata)
+	md[MetaStop] = string(why)
+	if fallback {
+		md[MetaFallback] = true
+	}
+	reply.ResponseMetadata = md
+	return reply
+}
+
+func (a *agent) fallback(ctx context.Context, t turn, why StopReason, err error) llm.Message {
+	text := a.opts.Fallback(ctx, Failure{Reason: why, Err: err, Question: t.question, Observations: t.observations()})
+	return finish(llm.AI(text), why, true)
+}
+
+// ---------------------------------------------------------------- JSON mode
+
+const jsonFormat = `Reply with exactly one JSON object and nothing else:
+{"thought": "your reasoning about what to do next", "action": "a tool name, or FINISH", "action_input": {the tool's arguments, or for FINISH {"answer": "your answer to the user"}}}
+Call one tool at a time. Use FINISH when you can answer, or when you are unsure and need to ask the user.`
+
+func (a *agent) jsonPrompt() string {
+	var b strings.Builder
+	if a.opts.SystemPrompt != "" {
+		b.WriteString(a.opts.SystemPrompt)
+		b.WriteString("\n\n")
+	}
+	b.WriteString("## Tools\n")
+	for _, s := range a.tools.Specs() {
+		fmt.Fprintf(&b, "- %s: %s\n  arguments (JSON Schema): %s\n", s.Name, s.Description, s.Parameters)
+	}
+	b.WriteString("- FINISH: answer without a tool\n\n## Output format\n")
+	b.WriteString(jsonFormat)
+	return b.String()
+}
+
+// asJSONConversation rewrites a conversation for a model without tool
+// calling: the agent's tool-calling messages keep only their JSON text,
+// and tool results become observations.
+func asJSONConversation(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for _, m := range msgs {
+		switch {
+		case m.Type == llm.TypeAI && len(m.ToolCalls) > 0:
+			out = append(out, llm.AI(m.Text()))
+		case m.Type == llm.TypeTool:
+			out = append(out, llm.Human("Observation from "+m.Name+": "+m.Text()))
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type jsonReply struct {
+	Thought     string          `json:"thought"`
+	Action      string          `json:"action"`
+	ActionInput json.RawMessage `json:"action_input"`
+	Answer      string          `json:"answer"`
+}
+
+// parse reads a JSON-format reply into a tool call or a final answer.
+// n, the conversation's length, makes the call's ID unique in the thread.
+func (a *agent) parse(reply llm.Message, n int) (llm.Message, error) {
+	text := strings.TrimSpace(reply.Text())
+	if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
+		text = text[i : j+1]
+	}
+	var r jsonReply
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		return reply, fmt.Errorf("%w: not a JSON object: %w", errUnparseable, err)
+	}
+	input := r.ActionInput
+	if len(input) == 0 || string(input) == "null" {
+		input = json.RawMessage("{}")
+	}
+	switch {
+	case r.Action == "":
+		return reply, fmt.Errorf("%w: the \"action\" field is missing", errUnparseable)
+	case strings.EqualFold(r.Action, "FINISH"):
+		answer := r.Answer
+		var in struct {
+			Answer string `json:"answer"`
+		}
+		if answer == "" && json.Unmarshal(input, &in) == nil {
+			answer = in.Answer
+		}
+		if answer == "" {
+			var s string
+			if json.Unmarshal(input, &s) == nil {
+				answer = s
+			}
+		}
+		if answer == "" {
+			answer = r.Thought
+		}
+		msg := llm.AI(answer)
+		msg.ID, msg.Usage, msg.ResponseMetadata = reply.ID, reply.Usage, reply.ResponseMetadata
+		msg.AdditionalKwargs = map[string]json.RawMessage{"react_raw": mustJSON(reply.Text())}
+		return msg, nil
+	}
+	if input[0] != '{' {
+		return reply, fmt.Errorf("%w: \"action_input\" of %s must be a JSON object, got %s", errUnparseable, r.Action, input)
+	}
+	msg := llm.AI(reply.Text(), llm.ToolCall{ID: "react_" + strconv.Itoa(n), Name: r.Action, Args: input})
+	msg.ID, msg.Usage, msg.ResponseMetadata = reply.ID, reply.Usage, reply.ResponseMetadata
+	return msg, nil
+}
+
+func mustJSON(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}

@@ -1,0 +1,344 @@
+package react_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/weftlabs/weft/agent/react"
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/llm/scripted"
+	"github.com/weftlabs/weft/tool"
+)
+
+type query struct {
+	Keyword string `json:"keyword" jsonschema:"what to search for"`
+}
+
+type job struct {
+	Title string `json:"title"`
+}
+
+// tools returns a registry with search_jobs (counting its calls), slow
+// (waits for its context), and broken (fails).
+func tools(t *testing.T, searches *atomic.Int32) *tool.Registry {
+	t.Helper()
+	reg, err := tool.NewRegistry(
+		tool.New("search_jobs", "Searches job postings.", func(_ context.Context, q query) ([]job, error) {
+			searches.Add(1)
+			return []job{{Title: q.Keyword + " designer"}}, nil
+		}),
+		tool.New("slow", "Never finishes in time.", func(ctx context.Context, _ struct{}) (int, error) {
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}),
+		tool.New("broken", "Always fails.", func(context.Context, struct{}) (int, error) {
+			return 0, errors.New("backend down")
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func call(name, args string) llm.ToolCall {
+	return llm.ToolCall{Name: name, Args: json.RawMessage(args)}
+}
+
+func run(t *testing.T, model llm.ChatModel, reg *tool.Registry, opts react.Options) react.Outcome {
+	t.Helper()
+	g, err := react.New(model, reg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := react.Run(context.Background(), g, "I want to be a UX designer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestStopConditions(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     react.Options
+		script   []scripted.Response
+		want     react.Outcome
+		searches int32
+	}{
+		{
+			name:   "answer",
+			script: []scripted.Response{{Message: llm.AI("Start with a portfolio.")}},
+			want:   react.Outcome{Answer: "Start with a portfolio.", Stop: react.StopAnswer},
+		},
+		{
+			name: "tool then answer",
+			script: []scripted.Response{
+				{Message: llm.AI("Let me look.", call("search_jobs", `{"keyword":"UX"}`))},
+				{Message: llm.AI("There is a UX designer job.")},
+			},
+			want:     react.Outcome{Answer: "There is a UX designer job.", Stop: react.StopAnswer, Steps: 1, ToolsUsed: []string{"search_jobs"}, ToolCalls: 1},
+			searches: 1,
+		},
+		{
+			name: "step limit forces an answer",
+			opts: react.Options{MaxSteps: 2},
+			script: []scripted.Response{
+				{Message: llm.AI("", call("search_jobs", `{"keyword":"UX"}`))},
+				{Message: llm.AI("", call("search_jobs", `{"keyword":"UI"}`))},
+				{Message: llm.AI("From what I found: UX and UI roles.")},
+			},
+			want:     react.Outcome{Answer: "From what I found: UX and UI roles.", Stop: react.StopMaxSteps, Steps: 2, ToolsUsed: []string{"search_jobs"}, ToolCalls: 2},
+			searches: 2,
+		},
+		{
+			name: "total timeout with a slow tool",
+			opts: react.Options{Timeout: 5 * time.Millisecond, ToolTimeout: time.Hour},
+			script: []scripted.Response{
+				{Message: llm.AI("", call("slow", `{}`))},
+				{Message: llm.AI("never used")},
+			},
+			want: react.Outcome{Stop: react.StopTimeout, Fallback: true},
+		},
+		{
+			name: "repeated tool errors",
+			script: []scripted.Response{
+				{Message: llm.AI("", call("broken", `{}`))},
+				{Message: llm.AI("", call("broken", `{}`))},
+				{Message: llm.AI("never used")},
+			},
+			want: react.Outcome{Stop: react.StopToolErrors, Fallback: true, Steps: 2, ToolsUsed: []string{"broken"}, ToolCalls: 2, ToolErrors: 2},
+		},
+		{
+			name:   "model error",
+			script: []scripted.Response{{Err: errors.New("overloaded")}},
+			want:   react.Outcome{Stop: react.StopModelError, Fallback: true},
+		},
+		{
+			name: "identical calls served from the cache",
+			script: []scripted.Response{
+				{Message: llm.AI("", call("search_jobs", `{"keyword":"UX"}`))},
+				{Message: llm.AI("", call("search_jobs", `{ "keyword": "UX" }`))},
+				{Message: llm.AI("Done.")},
+			},
+			want:     react.Outcome{Answer: "Done.", Stop: react.StopAnswer, Steps: 2, ToolsUsed: []string{"search_jobs"}, ToolCalls: 2, CacheHits: 1},
+			searches: 1,
+		},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{true, false} {
+			t.Run(tt.name, func(t *testing.T) {
+				var searches atomic.Int32
+				opts := tt.opts
+				opts.NoStream = !stream
+				got := run(t, scripted.NewScript(scripted.Options{}, tt.script...), tools(t, &searches), opts)
+				if tt.want.Fallback {
+					if got.Answer == "" {
+						t.Error("empty fallback answer")
+					}
+					got.Answer = ""
+				}
+				if tt.want.Stop == react.StopTimeout {
+					// How far the turn got before its deadline varies.
+					got = react.Outcome{Stop: got.Stop, Fallback: got.Fallback}
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("outcome (-want +got):\n%s", diff)
+				}
+				if n := searches.Load(); n != tt.searches {
+					t.Errorf("search_jobs ran %d times, want %d", n, tt.searches)
+				}
+			})
+		}
+	}
+}
+
+func TestModelSeesToolErrors(t *testing.T) {
+	var searches atomic.Int32
+	model := scripted.New(
+		llm.AI("", call("search_jobs", `{"keyword":"UX"}`), call("slow", `{}`), call("search_jobs", `{"query":"UX"}`)),
+		llm.AI("Found one job; the other search failed."),
+	)
+	reg := tools(t, &searches)
+	// The slow tool times out; the others finish.
+	reg.Remove("slow")
+	if err := reg.Add(tool.New("slow", "x", func(ctx context.Context, _ struct{}) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}, tool.Options{Timeout: time.Millisecond})); err != nil {
+		t.Fatal(err)
+	}
+	got := run(t, model, reg, react.Options{MaxToolErrors: 3})
+	if got.Stop != react.StopAnswer || got.ToolErrors != 2 || got.ToolCalls != 3 {
+		t.Fatalf("outcome %+v", got)
+	}
+	second := model.Requests()[1].Messages
+	var codes []string
+	for _, m := range second {
+		if m.Type == llm.TypeTool {
+			r, err := tool.ResultOf[json.RawMessage](m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codes = append(codes, r.ErrorCode)
+		}
+	}
+	if diff := cmp.Diff([]string{"", tool.CodeTimeout, tool.CodeInvalidArgs}, codes); diff != "" {
+		t.Errorf("error codes the model saw (-want +got):\n%s", diff)
+	}
+}
+
+func TestJSONFormat(t *testing.T) {
+	tests := []struct {
+		name    string
+		replies []string
+		want    react.Outcome
+	}{
+		{
+			name: "tool then finish",
+			replies: []string{
+				`{"thought": "search first", "action": "search_jobs", "action_input": {"keyword": "UX"}}`,
+				"```json\n{\"thought\": \"enough\", \"action\": \"FINISH\", \"action_input\": {\"answer\": \"Apply to the UX designer job.\"}}\n```",
+			},
+			want: react.Outcome{Answer: "Apply to the UX designer job.", Stop: react.StopAnswer, Steps: 1, ToolsUsed: []string{"search_jobs"}, ToolCalls: 1},
+		},
+		{
+			name:    "unparseable once, then retried",
+			replies: []string{`I think I should search`, `{"thought": "ok", "action": "FINISH", "answer": "Hello!"}`},
+			want:    react.Outcome{Answer: "Hello!", Stop: react.StopAnswer},
+		},
+		{
+			name:    "unparseable twice falls back",
+			replies: []string{`not json`, `{"thought": "no action"}`, `never used`},
+			want:    react.Outcome{Stop: react.StopParseError, Fallback: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var msgs []llm.Message
+			for _, r := range tt.replies {
+				msgs = append(msgs, llm.AI(r))
+			}
+			model := scripted.New(msgs...)
+			var searches atomic.Int32
+			got := run(t, model, tools(t, &searches), react.Options{Mode: react.JSONFormat, SystemPrompt: "You are DreamPath."})
+			if tt.want.Fallback {
+				got.Answer = ""
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+			for _, req := range model.Requests() {
+				if len(req.Tools) != 0 {
+					t.Error("JSON mode bound tools to the model")
+				}
+				if sys := req.Messages[0]; sys.Type != llm.TypeSystem || !strings.Contains(sys.Text(), "search_jobs") || !strings.Contains(sys.Text(), "You are DreamPath.") {
+					t.Errorf("system prompt %q", sys.Text())
+				}
+				for _, m := range req.Messages {
+					if m.Type == llm.TypeTool || len(m.ToolCalls) > 0 {
+						t.Errorf("JSON mode sent a tool-calling message: %+v", m)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestStreamsTokens(t *testing.T) {
+	g, err := react.New(scripted.New(llm.AI("Start with a portfolio.")), nil, react.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for ev, err := range g.Stream(context.Background(), react.Messages.Write(llm.Human("hi")), graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamMessages}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := ev.Data.(graph.MessageEvent).Message.(llm.Chunk); ok {
+			text.WriteString(c.Content)
+		}
+	}
+	if text.String() != "Start with a portfolio." {
+		t.Errorf("streamed %q", text.String())
+	}
+}
+
+func TestTurnsOnAThread(t *testing.T) {
+	var searches atomic.Int32
+	model := scripted.New(
+		llm.AI("", call("search_jobs", `{"keyword":"UX"}`)),
+		llm.AI("One job."),
+		llm.AI("", call("search_jobs", `{"keyword":"UX"}`)),
+		llm.AI("Still one job."),
+	)
+	g, err := react.New(model, tools(t, &searches), react.Options{MaxSteps: 1, Checkpointer: checkpoint.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := graph.RunOptions{ThreadID: "t1"}
+	for i, want := range []string{"One job.", "Still one job."} {
+		got, err := react.Run(context.Background(), g, "jobs?", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each turn has its own step count and cache: with MaxSteps 1,
+		// each makes one call and is then asked to answer.
+		if got.Answer != want || got.Stop != react.StopMaxSteps || got.Fallback || got.CacheHits != 0 {
+			t.Errorf("turn %d: %+v", i, got)
+		}
+	}
+	if searches.Load() != 2 {
+		t.Errorf("searches %d", searches.Load())
+	}
+}
+
+func TestPostProcessingNodes(t *testing.T) {
+	var handled atomic.Int32
+	reg, err := tool.NewRegistry(tool.New("search_jobs", "x", func(_ context.Context, q query) ([]job, error) {
+		return []job{{Title: q.Keyword}}, nil
+	}, tool.Options{Then: "handle_jobs", Handler: tool.Handle(func(_ context.Context, _ graph.State, rs []tool.Result[[]job]) (graph.Update, error) {
+		if len(rs) == 1 && rs[0].Data[0].Title == "UX" {
+			handled.Add(1)
+		}
+		return graph.Update{}, nil
+	})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := react.New(scripted.New(llm.AI("", call("search_jobs", `{"keyword":"UX"}`)), llm.AI("ok")), reg, react.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for ev, err := range g.Stream(context.Background(), react.Messages.Write(llm.Human("hi"))) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, ev.Data.(graph.NodeUpdate).Node)
+	}
+	if !slices.Equal(nodes, []string{"agent", "tools", "handle_jobs", "agent"}) || handled.Load() != 1 {
+		t.Errorf("nodes %v, handled %d", nodes, handled.Load())
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []react.Options{{MaxSteps: -1}, {Timeout: -time.Second}, {Mode: 7}} {
+		if _, err := react.New(scripted.New(), nil, o); !errors.Is(err, react.ErrInvalidOptions) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	if _, err := react.New(nil, nil, react.Options{}); !errors.Is(err, react.ErrInvalidOptions) {
+		t.Errorf("nil model: %v", err)
+	}
+}

@@ -1,0 +1,234 @@
+// Package router decides, per message, between a plain chat reply and the
+// agent (document 002: the agent only when it is needed, and its usage
+// counted). A cheap keyword pass decides first; a message no rule decides
+// goes to a model classification through structured output; when that
+// fails, the router falls back to Options.Default.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync/atomic"
+	"unicode"
+
+	"github.com/weftlabs/weft/agent/react"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+)
+
+// Route is where a message goes.
+type Route string
+
+// The routes.
+const (
+	Chat  Route = "chat"
+	Agent Route = "agent"
+)
+
+// ErrInvalidOptions: the router's options are incomplete or out of range.
+var ErrInvalidOptions = errors.New("router: invalid options")
+
+// Decision is the model's classification of a message.
+type Decision struct {
+	Route  Route  `json:"route" jsonschema:"chat for greetings, small talk and questions answerable without tools; agent when tools are needed (search, look up, book)"`
+	Reason string `json:"reason,omitempty" jsonschema:"one short sentence on why"`
+}
+
+// Source says what decided a route.
+type Source string
+
+// The sources.
+const (
+	ByRule     Source = "rule"
+	ByModel    Source = "model"
+	ByFallback Source = "fallback"
+)
+
+// Rule routes a message that holds one of its keywords (case-insensitive).
+// With Whole, the message must be a keyword and nothing else, apart from
+// spaces, punctuation and symbols ("안녕하세요!", "hi :)").
+type Rule struct {
+	Route    Route
+	Keywords []string
+	Whole    bool
+}
+
+// DefaultRules route greetings and thanks to chat, and messages naming the
+// tools' subjects in document 002 (mentoring, learning paths, jobs,
+// booking) to the agent.
+func DefaultRules() []Rule {
+	return []Rule{
+		{Route: Chat, Whole: true, Keywords: []string{"안녕", "안녕하세요", "반가워요", "고마워", "고마워요", "감사합니다", "hi", "hello", "hey", "thanks", "thank you", "good morning"}},
+		{Route: Agent, Keywords: []string{"멘토", "상담", "예약", "신청", "채용", "취업", "연봉", "회사", "배워야", "공부", "시작하려면", "학습", "mentor", "job", "hiring", "book", "learning path"}},
+	}
+}
+
+// Reply is the router's answer; its JSON form is {message, used_agent,
+// tools_used}.
+type Reply struct {
+	Message   string   `json:"message"`
+	UsedAgent bool     `json:"used_agent"`
+	ToolsUsed []string `json:"tools_used"`
+}
+
+// Options configure a Router.
+type Options struct {
+	// Rules are tried in order; the first that matches decides. Nil uses
+	// DefaultRules; an empty non-nil list sends every message to the
+	// classifier.
+	Rules []Rule
+	// Classifier decides the messages no rule decides; nil leaves them to
+	// Default.
+	Classifier llm.ChatModel
+	// ClassifierPrompt is its system prompt; empty uses a built-in one.
+	ClassifierPrompt string
+	// Default is the route when no rule matches and the classifier is
+	// missing or fails (default Chat: the cheap path).
+	Default Route
+	// ChatPrompt is the system prompt of plain chat replies.
+	ChatPrompt string
+}
+
+// Stats counts the router's decisions.
+type Stats struct {
+	// Messages is the number of messages routed; AgentRuns those sent to
+	// the agent.
+	Messages, AgentRuns int64
+	// AgentRate is AgentRuns / Messages (0 before the first message);
+	// document 002 aims at 0.3 or less.
+	AgentRate float64
+	// ByRule, ByModel and ByFallback count decisions by source.
+	ByRule, ByModel, ByFallback int64
+	// ClassifierErrors counts failed classifications.
+	ClassifierErrors int64
+}
+
+// Router routes messages between a chat model and an agent. It is safe for
+// concurrent use.
+type Router struct {
+	chat  llm.ChatModel
+	agent *graph.Graph
+	opts  Options
+
+	messages, agentRuns, byRule, byModel, byFallback, classifierErrors atomic.Int64
+}
+
+// New returns a router that answers chat with chat and runs agent (built by
+// react.New) for the rest.
+func New(chat llm.ChatModel, agent *graph.Graph, opts Options) (*Router, error) {
+	if chat == nil || agent == nil {
+		return nil, fmt.Errorf("%w: both a chat model and an agent are required", ErrInvalidOptions)
+	}
+	if opts.Rules == nil {
+		opts.Rules = DefaultRules()
+	}
+	for i, r := range opts.Rules {
+		if r.Route != Chat && r.Route != Agent {
+			return nil, fmt.Errorf("%w: rule %d has route %q; expected %q or %q", ErrInvalidOptions, i, r.Route, Chat, Agent)
+		}
+	}
+	switch opts.Default {
+	case "":
+		opts.Default = Chat
+	case Chat, Agent:
+	default:
+		return nil, fmt.Errorf("%w: Default route %q; expected %q or %q", ErrInvalidOptions, opts.Default, Chat, Agent)
+	}
+	if opts.ClassifierPrompt == "" {
+		opts.ClassifierPrompt = "Classify the user's message. Answer \"chat\" for greetings, small talk and questions you can answer directly; \"agent\" when answering needs tools: searching mentoring sessions, learning paths or job postings, or booking."
+	}
+	return &Router{chat: chat, agent: agent, opts: opts}, nil
+}
+
+// MatchRules returns the route of the first rule that matches msg.
+func MatchRules(rules []Rule, msg string) (Route, bool) {
+	text := strings.ToLower(strings.TrimSpace(msg))
+	bare := strings.TrimFunc(text, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.IsSymbol(r) })
+	for _, r := range rules {
+		for _, k := range r.Keywords {
+			k = strings.ToLower(k)
+			if r.Whole && bare == k || !r.Whole && strings.Contains(text, k) {
+				return r.Route, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Decide routes msg without answering it.
+func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
+	if route, ok := MatchRules(r.opts.Rules, msg); ok {
+		r.byRule.Add(1)
+		return route, ByRule
+	}
+	if r.opts.Classifier != nil {
+		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, llm.StructuredOptions{Name: "route", Description: "Where the message should go."})
+		if err == nil && (d.Route == Chat || d.Route == Agent) {
+			r.byModel.Add(1)
+			return d.Route, ByModel
+		}
+		r.classifierErrors.Add(1)
+	}
+	r.byFallback.Add(1)
+	return r.opts.Default, ByFallback
+}
+
+// Handle routes msg and answers it. opts are the agent's run options (a
+// thread for a checkpointed agent).
+func (r *Router) Handle(ctx context.Context, msg string, opts ...graph.RunOptions) (Reply, error) {
+	route, _ := r.Decide(ctx, msg)
+	r.messages.Add(1)
+	if route == Agent {
+		r.agentRuns.Add(1)
+		out, err := react.Run(ctx, r.agent, msg, opts...)
+		if err != nil {
+			return Reply{}, fmt.Errorf("router: agent: %w", err)
+		}
+		tools := out.ToolsUsed
+		if tools == nil {
+			tools = []string{}
+		}
+		return Reply{Message: out.Answer, UsedAgent: true, ToolsUsed: tools}, nil
+	}
+	reply, err := r.chat.Generate(ctx, r.chatMessages(nil, msg))
+	if err != nil {
+		return Reply{}, fmt.Errorf("router: chat: %w", err)
+	}
+	return Reply{Message: reply.Text(), ToolsUsed: []string{}}, nil
+}
+
+// Stats returns the counts so far.
+func (r *Router) Stats() Stats {
+	s := Stats{
+		Messages:         r.messages.Load(),
+		AgentRuns:        r.agentRuns.Load(),
+		ByRule:           r.byRule.Load(),
+		ByModel:          r.byModel.Load(),
+		ByFallback:       r.byFallback.Load(),
+		ClassifierErrors: r.classifierErrors.Load(),
+	}
+	if s.Messages > 0 {
+		s.AgentRate = float64(s.AgentRuns) / float64(s.Messages)
+	}
+	return s
+}
+
+// Chat streams the plain chat reply to msg, with history (the caller picks
+// how much of the conversation) before it: what Handle answers on the chat
+// route, for callers that show tokens as they arrive.
+func (r *Router) Chat(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error] {
+	return r.chat.Stream(ctx, r.chatMessages(history, msg))
+}
+
+// chatMessages is the chat model's input: the chat prompt, history, msg.
+func (r *Router) chatMessages(history []llm.Message, msg string) []llm.Message {
+	conv := make([]llm.Message, 0, len(history)+2)
+	if r.opts.ChatPrompt != "" {
+		conv = append(conv, llm.System(r.opts.ChatPrompt))
+	}
+	conv = append(conv, history...)
+	return append(conv, llm.Human(msg))
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
+)
+
+// The joke subgraph's channels (JokeState in bench.mjs).
+var (
+	jokeSubject = graph.Value[string]("subject")
+	jokeJokes   = graph.Value[[]string]("jokes")
+)
+
+// The parent graph's channels (Overall in bench.mjs).
+var (
+	fanSubjects = graph.Value[[]string]("subjects")
+	fanJokes    = graph.Reduce("jokes", concat[string])
+)
+
+// bumped is the suffix that ends the subgraph's bump loop: ten bumps.
+var bumped = strings.Repeat(" a", 10)
+
+// jokeSubgraph is edit -> generate -> bump, where bump loops on itself until
+// the joke has been bumped ten times. Input: subject; output: jokes.
+func jokeSubgraph() (*graph.Graph, error) {
+	return graph.New(jokeSubject, jokeJokes).
+		AddNode("edit", func(_ context.Context, s graph.State) (graph.Update, error) {
+			return jokeSubject.Write(jokeSubject.Get(s) + " - hohoho"), nil
+		}).
+		AddNode("generate", func(_ context.Context, s graph.State) (graph.Update, error) {
+			return jokeJokes.Write([]string{"Joke about " + jokeSubject.Get(s)}), nil
+		}).
+		AddNode("bump", func(_ context.Context, s graph.State) (graph.Update, error) {
+			return jokeJokes.Write([]string{jokeJokes.Get(s)[0] + " a"}), nil
+		}).
+		AddEdge(graph.START, "edit").
+		AddEdge("edit", "generate").
+		AddEdge("generate", "bump").
+		AddEdge("generate", graph.END).
+		AddConditionalEdges("bump", func(_ context.Context, s graph.State) (graph.Route, error) {
+			if strings.HasSuffix(jokeJokes.Get(s)[0], bumped) {
+				return graph.To(graph.END), nil
+			}
+			return graph.To("bump"), nil
+		}).
+		Input(jokeSubject).
+		Output(jokeJokes).
+		Compile()
+}
+
+// fanoutToSubgraph sends each of k random 1000-letter subjects to the joke
+// subgraph from START and concatenates the jokes.
+func fanoutToSubgraph(k int, saver *checkpoint.Saver) (*graph.Graph, graph.Update, error) {
+	sub, err := jokeSubgraph()
+	if err != nil {
+		return nil, graph.Update{}, err
+	}
+	g, err := graph.New(fanSubjects, fanJokes).
+		AddSubgraph("generate_joke", sub).
+		AddConditionalEdges(graph.START, func(_ context.Context, s graph.State) (graph.Route, error) {
+			subjects := fanSubjects.Get(s)
+			sends := make([]graph.Send, len(subjects))
+			for i, subject := range subjects {
+				sends[i] = graph.Send{Node: "generate_joke", Arg: jokeSubject.Write(subject)}
+			}
+			return graph.Sends(sends...), nil
+		}).
+		AddEdge("generate_joke", graph.END).
+		Compile(graph.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		return nil, graph.Update{}, err
+	}
+	// bench.mjs passes each subject as an array of 1000 letters, which the
+	// subgraph's template string joins with commas; a 1000-letter string is
+	// the same workload without the accident.
+	subjects := make([]string, k)
+	for i := range subjects {
+		subjects[i] = randString(1000)
+	}
+	return g, fanSubjects.Write(subjects), nil
+}

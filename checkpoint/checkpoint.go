@@ -1,0 +1,575 @@
+// Package checkpoint defines how a graph's progress is saved and read back.
+//
+// A checkpoint is a snapshot of a thread's channels at the end of a superstep:
+// each channel's value and version, which channel versions every node has
+// seen, and the writes of tasks that finished in a step that did not. The
+// graph runtime serializes channel values to JSON before they reach a saver,
+// so a saver stores bytes and never needs to know a Go type.
+//
+// The shape follows database/sql: [Driver] is the small interface a backend
+// implements (the in-memory one here, SQLite and PostgreSQL in subpackages),
+// and [Saver] is the concrete type callers use. The saver validates what it
+// is given before the driver sees it.
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// FormatVersion is the version of the checkpoint layout written by this package.
+const FormatVersion = 1
+
+// Special pending-write channels. A write to one of these replaces an earlier
+// write of the same task to the same channel; any other write is kept as first
+// written.
+const (
+	ErrorChannel     = "__error__"
+	InterruptChannel = "__interrupt__"
+	ResumeChannel    = "__resume__"
+	ScheduledChannel = "__scheduled__"
+	// TasksChannel carries Send packets: tasks pushed for the next step.
+	TasksChannel = "__pregel_tasks"
+)
+
+// NullTaskID is the task id of writes that belong to no task, such as a
+// resume value given for every pending interrupt.
+const NullTaskID = "00000000-0000-0000-0000-000000000000"
+
+// IsSpecialChannel reports whether writes to ch replace earlier writes of the
+// same task instead of being appended.
+func IsSpecialChannel(ch string) bool {
+	switch ch {
+	case ErrorChannel, InterruptChannel, ResumeChannel, ScheduledChannel:
+		return true
+	}
+	return false
+}
+
+// Sentinel errors. Drivers wrap them so callers can test with errors.Is.
+var (
+	// ErrNotFound means the thread, namespace or checkpoint does not exist.
+	ErrNotFound = errors.New("checkpoint: not found")
+	// ErrInvalid means the caller passed something the saver cannot store.
+	ErrInvalid = errors.New("checkpoint: invalid argument")
+	// ErrCorrupt means stored data cannot be decoded: a damaged row, or one
+	// written in a format this build does not read. The error names the
+	// thread, checkpoint and channel.
+	ErrCorrupt = errors.New("checkpoint: stored data cannot be decoded")
+)
+
+// Config addresses a checkpoint: a thread, a namespace within it (empty for
+// the root graph, "node:taskid|..." for subgraphs) and a checkpoint id (empty
+// for the latest).
+type Config struct {
+	ThreadID     string `json:"thread_id"`
+	Namespace    string `json:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// String renders the config for error messages.
+func (c Config) String() string {
+	s := "thread " + quote(c.ThreadID)
+	if c.Namespace != "" {
+		s += " namespace " + quote(c.Namespace)
+	}
+	if c.CheckpointID != "" {
+		s += " checkpoint " + quote(c.CheckpointID)
+	}
+	return s
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// Checkpoint is the saved state of a graph at the end of one superstep.
+type Checkpoint struct {
+	// V is the layout version, FormatVersion when written by this package.
+	V int `json:"v"`
+	// ID is time-ordered: a later checkpoint has a larger id.
+	ID string `json:"id"`
+	// TS is when the checkpoint was created.
+	TS time.Time `json:"ts"`
+	// Values holds each channel's value as JSON. Channels without a value
+	// are absent. On Put only Blobs are read; drivers fill Values on read.
+	Values map[string]json.RawMessage `json:"channel_values"`
+	// Versions is each channel's current version.
+	Versions map[string]int64 `json:"channel_versions"`
+	// VersionsSeen records, per node, the version of each channel the node
+	// last ran on. It decides which nodes run next.
+	VersionsSeen map[string]map[string]int64 `json:"versions_seen"`
+	// UpdatedChannels lists the channels written in the step that made it.
+	UpdatedChannels []string `json:"updated_channels,omitempty"`
+}
+
+// Blob is one channel value at one version, as given to Put. Only channels
+// whose version changed since the parent checkpoint have a blob. Put takes
+// ownership of Value and Appended: a driver may keep them without copying,
+// so the caller must not change them afterwards.
+type Blob struct {
+	Channel string
+	Version int64
+	// Empty means the channel has no value at this version.
+	Empty bool
+	// Value is the whole value as JSON; nil when Empty.
+	Value json.RawMessage
+	// Appended is set for append-only channels whose change since
+	// BaseVersion only added items: the value is the value at BaseVersion
+	// followed by these items. A driver may store it as a delta.
+	Appended    []json.RawMessage
+	BaseVersion int64
+}
+
+// Metadata describes how a checkpoint came to be.
+type Metadata struct {
+	// Source is "input", "loop", "update" or "fork".
+	Source string `json:"source"`
+	// Step is the superstep number: -1 for the input checkpoint.
+	Step int `json:"step"`
+	// Parents maps a parent graph's namespace to its checkpoint id, for
+	// checkpoints of subgraphs.
+	Parents map[string]string `json:"parents,omitempty"`
+	// Extra is caller-supplied metadata, matched by ListOptions.Filter.
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// PendingWrite is a write of a task that finished in a step that has not
+// been checkpointed yet.
+type PendingWrite struct {
+	TaskID  string          `json:"task_id"`
+	Channel string          `json:"channel"`
+	Value   json.RawMessage `json:"value"`
+}
+
+// Tuple is a checkpoint with its address, metadata, parent and pending writes.
+type Tuple struct {
+	Config        Config
+	Checkpoint    *Checkpoint
+	Metadata      Metadata
+	Parent        *Config
+	PendingWrites []PendingWrite
+}
+
+// ListOptions narrows List.
+type ListOptions struct {
+	// Namespace restricts the listing to one namespace; nil lists all.
+	Namespace *string
+	// Before lists only checkpoints older than this checkpoint id.
+	Before string
+	// Limit caps the number of results; 0 means no limit.
+	Limit int
+	// Filter keeps checkpoints whose metadata has these values: the keys
+	// "source" and "step", or keys of Metadata.Extra.
+	Filter map[string]any
+}
+
+// Driver is what a checkpoint backend implements. The Saver validates its
+// arguments before calling it; drivers must be safe for concurrent use.
+type Driver interface {
+	// Get returns the checkpoint cfg names, or the newest of the thread and
+	// namespace when cfg.CheckpointID is empty; (nil, nil) if there is none.
+	Get(ctx context.Context, cfg Config) (*Tuple, error)
+	// List yields a thread's checkpoints, newest first.
+	List(ctx context.Context, threadID string, opts ListOptions) iter.Seq2[*Tuple, error]
+	// Put stores cp as a child of cfg.CheckpointID (empty for a first
+	// checkpoint) with the values in blobs, and returns its address.
+	Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metadata, blobs []Blob) (Config, error)
+	// PutWrites stores pending writes of one task for checkpoint cfg.
+	PutWrites(ctx context.Context, cfg Config, taskID string, writes []PendingWrite) error
+	// DeleteThread removes every checkpoint, blob and write of a thread.
+	DeleteThread(ctx context.Context, threadID string) error
+	ThreadDriver
+}
+
+// Saver stores and reads checkpoints through a Driver.
+type Saver struct {
+	d Driver
+}
+
+// New returns a Saver over d.
+func New(d Driver) *Saver { return &Saver{d: d} }
+
+// NewMemory returns a Saver that keeps checkpoints in memory: for tests,
+// demos and single-process use where nothing must survive a restart.
+func NewMemory() *Saver { return New(NewMemoryDriver()) }
+
+// Driver returns the backend.
+func (s *Saver) Driver() Driver { return s.d }
+
+func needThread(op string, threadID string) error {
+	if threadID == "" {
+		return fmt.Errorf("%w: %s needs a thread id (RunOptions.ThreadID), got none", ErrInvalid, op)
+	}
+	return nil
+}
+
+// Get returns the checkpoint cfg names, or the latest of its thread and
+// namespace. It returns (nil, nil) when the thread has no checkpoint and
+// ErrNotFound when a named checkpoint does not exist.
+func (s *Saver) Get(ctx context.Context, cfg Config) (*Tuple, error) {
+	if err := needThread("get", cfg.ThreadID); err != nil {
+		return nil, err
+	}
+	t, err := s.d.Get(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil && cfg.CheckpointID != "" {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, cfg)
+	}
+	return t, nil
+}
+
+// List yields a thread's checkpoints, newest first.
+func (s *Saver) List(ctx context.Context, threadID string, opts ListOptions) iter.Seq2[*Tuple, error] {
+	if err := needThread("list", threadID); err != nil {
+		return func(yield func(*Tuple, error) bool) { yield(nil, err) }
+	}
+	if opts.Limit < 0 {
+		return func(yield func(*Tuple, error) bool) {
+			yield(nil, fmt.Errorf("%w: list limit must be 0 (no limit) or positive, got %d", ErrInvalid, opts.Limit))
+		}
+	}
+	return s.d.List(ctx, threadID, opts)
+}
+
+// Put stores a checkpoint. cfg.CheckpointID names the parent, if any.
+func (s *Saver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metadata, blobs []Blob) (Config, error) {
+	if err := needThread("put", cfg.ThreadID); err != nil {
+		return Config{}, err
+	}
+	if cp == nil || cp.ID == "" {
+		return Config{}, fmt.Errorf("%w: put needs a checkpoint with an id", ErrInvalid)
+	}
+	seen := make(map[string]bool, len(blobs))
+	for _, b := range blobs {
+		if b.Channel == "" {
+			return Config{}, fmt.Errorf("%w: blob at version %d has no channel name", ErrInvalid, b.Version)
+		}
+		if seen[b.Channel] {
+			return Config{}, fmt.Errorf("%w: two blobs for channel %q in one checkpoint", ErrInvalid, b.Channel)
+		}
+		seen[b.Channel] = true
+		if !b.Empty && b.Value == nil && b.Appended == nil {
+			return Config{}, fmt.Errorf("%w: blob for channel %q has neither a value nor appended items", ErrInvalid, b.Channel)
+		}
+		// Values get a cheap shape check, not a full parse: they are
+		// almost always the runtime's own encoding, and parsing every
+		// checkpoint twice doubled the cost of saving. Drivers store a
+		// checkpoint in one transaction (or not at all), so a value a
+		// driver's JSON column refuses leaves nothing half written.
+		if !b.Empty && b.Value != nil {
+			if err := checkJSONShape(fmt.Sprintf("the value of channel %q at version %d", b.Channel, b.Version), b.Value); err != nil {
+				return Config{}, err
+			}
+		} else if !b.Empty {
+			for i, it := range b.Appended {
+				if err := checkJSONShape(fmt.Sprintf("appended item %d of channel %q at version %d", i, b.Channel, b.Version), it); err != nil {
+					return Config{}, err
+				}
+			}
+		}
+	}
+	return s.d.Put(ctx, cfg, cp, meta, blobs)
+}
+
+// PutWrites stores pending writes of one task for the checkpoint cfg names.
+func (s *Saver) PutWrites(ctx context.Context, cfg Config, taskID string, writes []PendingWrite) error {
+	if err := needThread("put writes", cfg.ThreadID); err != nil {
+		return err
+	}
+	if cfg.CheckpointID == "" {
+		return fmt.Errorf("%w: pending writes need a checkpoint id in %s", ErrInvalid, cfg)
+	}
+	if taskID == "" {
+		return fmt.Errorf("%w: pending writes need a task id", ErrInvalid)
+	}
+	for i, w := range writes {
+		if w.Channel == "" {
+			return fmt.Errorf("%w: pending write %d of task %s has no channel name", ErrInvalid, i, taskID)
+		}
+		if w.Value == nil {
+			continue
+		}
+		if err := checkJSON(fmt.Sprintf("pending write %d (channel %q) of task %s", i, w.Channel, taskID), w.Value); err != nil {
+			return err
+		}
+	}
+	return s.d.PutWrites(ctx, cfg, taskID, writes)
+}
+
+// DeleteThread removes everything stored for a thread.
+func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
+	if err := needThread("delete thread", threadID); err != nil {
+		return err
+	}
+	return s.d.DeleteThread(ctx, threadID)
+}
+
+// NewID returns a new time-ordered checkpoint id: ids compare as strings in
+// the order they were made.
+func NewID() string {
+	return uuid.Must(uuid.NewV7FromReader(fastRand{})).String()
+}
+
+// fastRand fills ids' random bits from math/rand/v2's per-thread source:
+// ids must be unique, not unguessable, and a run makes one per step.
+type fastRand struct{}
+
+func (fastRand) Read(p []byte) (int, error) {
+	for i := 0; i < len(p); i += 8 {
+		v := rand.Uint64()
+		for j := 0; j < 8 && i+j < len(p); j++ {
+			p[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return len(p), nil
+}
+
+// MatchMetadata reports whether meta has every value in filter. Drivers that
+// cannot filter in their query language use it.
+func MatchMetadata(meta Metadata, filter map[string]any) bool {
+	for k, want := range filter {
+		var got any
+		switch k {
+		case "source":
+			got = meta.Source
+		case "step":
+			got = meta.Step
+		default:
+			v, ok := meta.Extra[k]
+			if !ok {
+				return false
+			}
+			got = v
+		}
+		if !looselyEqual(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// looselyEqual compares values that may have passed through JSON, where
+// every number becomes a float64.
+func looselyEqual(a, b any) bool {
+	if fa, ok := toFloat(a); ok {
+		fb, ok := toFloat(b)
+		return ok && fa == fb
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Clone returns a deep copy of the checkpoint's maps, so a caller may change
+// it without touching what a driver keeps.
+func (c *Checkpoint) Clone() *Checkpoint {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Values = maps.Clone(c.Values)
+	out.Versions = maps.Clone(c.Versions)
+	out.VersionsSeen = make(map[string]map[string]int64, len(c.VersionsSeen))
+	for k, v := range c.VersionsSeen {
+		out.VersionsSeen[k] = maps.Clone(v)
+	}
+	out.UpdatedChannels = append([]string(nil), c.UpdatedChannels...)
+	return &out
+}
+
+// JoinAppended rebuilds a JSON array value from a base array and appended
+// items, for drivers that store append-only channels as deltas.
+func JoinAppended(base json.RawMessage, items []json.RawMessage) (json.RawMessage, error) {
+	b := bytes.TrimSpace(base)
+	if len(b) == 0 || string(b) == "null" {
+		b = []byte("[]")
+	}
+	if b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, fmt.Errorf("%w: appended items need a JSON array as base, got %.20q", ErrInvalid, b)
+	}
+	n := len(b)
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, b[:len(b)-1]...)
+	first := len(bytes.TrimSpace(b[1:len(b)-1])) == 0
+	for _, it := range items {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, it...)
+	}
+	out = append(out, ']')
+	return out, nil
+}
+
+// ThreadFilter narrows ListThreads.
+type ThreadFilter struct {
+	// Metadata keeps threads whose newest root checkpoint has these
+	// metadata values, matched as ListOptions.Filter is.
+	Metadata map[string]any
+	// Limit caps the number of threads; 0 means no limit.
+	Limit int
+}
+
+// ThreadInfo describes one thread: its newest checkpoint in the root
+// namespace.
+type ThreadInfo struct {
+	ThreadID string
+	// Latest addresses the thread's newest root checkpoint.
+	Latest Config
+	// Metadata is that checkpoint's metadata.
+	Metadata Metadata
+	// UpdatedAt is that checkpoint's time.
+	UpdatedAt time.Time
+}
+
+// PruneOptions says which checkpoints of a thread Prune keeps. Each
+// namespace is pruned on its own, and its newest checkpoint is always kept.
+// With both fields set, a checkpoint is deleted only when neither keeps it.
+type PruneOptions struct {
+	// KeepLatest keeps the newest KeepLatest checkpoints of each namespace.
+	KeepLatest int
+	// Before deletes checkpoints made before this time.
+	Before time.Time
+}
+
+// ThreadDriver is the part of Driver that manages whole threads.
+type ThreadDriver interface {
+	// ListThreads yields threads newest first (by their newest root
+	// checkpoint), with the metadata of that checkpoint.
+	ListThreads(ctx context.Context, filter ThreadFilter) iter.Seq2[ThreadInfo, error]
+	// CopyThread copies every checkpoint, blob and write of thread from to
+	// the thread to, which must have none. Checkpoint ids are kept.
+	CopyThread(ctx context.Context, from, to string) error
+	// Prune deletes the checkpoints opts does not keep, with their pending
+	// writes and every stored value no kept checkpoint needs, and returns
+	// how many checkpoints it deleted. Kept checkpoints read back exactly as
+	// before.
+	Prune(ctx context.Context, threadID string, opts PruneOptions) (int, error)
+}
+
+// ListThreads yields the threads that have checkpoints, most recently
+// updated first.
+func (s *Saver) ListThreads(ctx context.Context, filter ThreadFilter) iter.Seq2[ThreadInfo, error] {
+	if filter.Limit < 0 {
+		return func(yield func(ThreadInfo, error) bool) {
+			yield(ThreadInfo{}, fmt.Errorf("%w: thread list limit must be 0 (no limit) or positive, got %d", ErrInvalid, filter.Limit))
+		}
+	}
+	return s.d.ListThreads(ctx, filter)
+}
+
+// CopyThread copies thread from, with its whole history, to thread to. It
+// returns ErrNotFound if from has no checkpoint and ErrInvalid if to already
+// has one.
+func (s *Saver) CopyThread(ctx context.Context, from, to string) error {
+	if err := needThread("copy thread", from); err != nil {
+		return err
+	}
+	if to == "" {
+		return fmt.Errorf("%w: copy thread needs a destination thread id, got none", ErrInvalid)
+	}
+	if from == to {
+		return fmt.Errorf("%w: copy thread: source and destination are both %q", ErrInvalid, from)
+	}
+	return s.d.CopyThread(ctx, from, to)
+}
+
+// Prune deletes old checkpoints of a thread, as opts says, and returns how
+// many it deleted. The checkpoints it keeps read back exactly as before.
+func (s *Saver) Prune(ctx context.Context, threadID string, opts PruneOptions) (int, error) {
+	if err := needThread("prune", threadID); err != nil {
+		return 0, err
+	}
+	if opts.KeepLatest < 0 {
+		return 0, fmt.Errorf("%w: prune KeepLatest must be 0 (unset) or positive, got %d", ErrInvalid, opts.KeepLatest)
+	}
+	if opts.KeepLatest == 0 && opts.Before.IsZero() {
+		return 0, fmt.Errorf("%w: prune needs KeepLatest or Before; with neither it would keep everything", ErrInvalid)
+	}
+	return s.d.Prune(ctx, threadID, opts)
+}
+
+// PruneKeeps reports which of a namespace's checkpoints opts keeps. ids and
+// times are in id order, oldest first; the newest is always kept. Drivers
+// share it so every backend prunes alike.
+func PruneKeeps(opts PruneOptions, ids []string, times []time.Time) []bool {
+	keep := make([]bool, len(ids))
+	for i := range ids {
+		switch {
+		case i == len(ids)-1:
+			keep[i] = true
+		case opts.KeepLatest > 0 && i >= len(ids)-opts.KeepLatest:
+			keep[i] = true
+		case !opts.Before.IsZero() && !times[i].Before(opts.Before):
+			keep[i] = true
+		}
+	}
+	return keep
+}
+
+// checkJSONShape is a constant-time plausibility check of a JSON value: it
+// starts and ends as one. It catches empty, text and truncated values.
+func checkJSONShape(what string, b json.RawMessage) error {
+	b = bytes.TrimSpace(b)
+	ok := len(b) > 0
+	if ok {
+		first, last := b[0], b[len(b)-1]
+		switch first {
+		case '{':
+			ok = last == '}'
+		case '[':
+			ok = last == ']'
+		case '"':
+			ok = len(b) >= 2 && last == '"'
+		case 't', 'f', 'n':
+			ok = string(b) == "true" || string(b) == "false" || string(b) == "null"
+		default:
+			ok = first == '-' || (first >= '0' && first <= '9')
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s is not a JSON value: %.40q", ErrInvalid, what, b)
+	}
+	return nil
+}
+
+// checkJSON reports whether b is one well-formed JSON value.
+func checkJSON(what string, b json.RawMessage) error {
+	if !json.Valid(b) {
+		return fmt.Errorf("%w: %s is not valid JSON: %.40q", ErrInvalid, what, b)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+// Package dburl opens a durable checkpoint saver from one connection
+// string, so a program (the weft CLI, a server) moves from the embedded
+// SQLite file to PostgreSQL by setting WEFT_DATABASE_URL and nothing else.
+//
+//	db, err := dburl.FromEnv(ctx)  // $WEFT_DATABASE_URL, or ./weft.db
+//	if err != nil { ... }
+//	defer db.Close()
+//	g, err := builder.Compile(graph.CompileOptions{Checkpointer: db.Saver})
+//
+// Accepted forms:
+//
+//	postgres://user@host:5432/db?sslmode=disable   PostgreSQL (also postgresql://)
+//	sqlite:///var/lib/weft/weft.db                 SQLite (also sqlite:PATH, file:PATH)
+//	/var/lib/weft/weft.db, weft.db                 SQLite: any other string is a file path
+//	(empty)                                        SQLite at DefaultPath
+package dburl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/postgres"
+	"github.com/weftlabs/weft/checkpoint/sqlite"
+)
+
+// EnvVar is the environment variable FromEnv reads.
+const EnvVar = "WEFT_DATABASE_URL"
+
+// DefaultPath is the SQLite file used when no connection string is given.
+const DefaultPath = "weft.db"
+
+// Options tune Open.
+type Options struct {
+	// SkipMigrate opens the database without bringing its schema up to
+	// date, for a `weft migrate` command that calls Migrate itself.
+	SkipMigrate bool
+}
+
+// DB is an open durable saver.
+type DB struct {
+	// Saver is the checkpoint saver to compile graphs with.
+	Saver *checkpoint.Saver
+	// Backend is "sqlite" or "postgres".
+	Backend string
+	// Target is the file path or the connection string, without password.
+	Target string
+	driver interface {
+		checkpoint.Driver
+		Migrate(context.Context) error
+		Close() error
+	}
+}
+
+// Migrate brings the schema up to date; it is safe to run while other
+// processes use or migrate the same database.
+func (db *DB) Migrate(ctx context.Context) error { return db.driver.Migrate(ctx) }
+
+// Close closes the database.
+func (db *DB) Close() error { return db.driver.Close() }
+
+// FromEnv opens the database named by $WEFT_DATABASE_URL, or the SQLite
+// file DefaultPath when it is unset.
+func FromEnv(ctx context.Context) (*DB, error) {
+	return Open(ctx, os.Getenv(EnvVar), Options{})
+}
+
+// Parse names the backend ("sqlite" or "postgres") a connection string
+// selects, and its target: the SQLite file path or the PostgreSQL URL.
+// Other stores (the long-term store) use it to open the same database.
+func Parse(dsn string) (backend, target string, err error) {
+	dsn = strings.TrimSpace(dsn)
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return "postgres", dsn, nil
+	}
+	path := dsn
+	for _, p := range []string{"sqlite://", "sqlite:", "file:"} {
+		if strings.HasPrefix(path, p) {
+			path = strings.TrimPrefix(path, p)
+			break
+		}
+	}
+	if path == "" {
+		path = DefaultPath
+	}
+	if strings.Contains(path, "://") {
+		return "", "", fmt.Errorf("%w: %s: unknown database URL scheme in %q; use postgres://... or a SQLite file path", checkpoint.ErrInvalid, EnvVar, redact(dsn))
+	}
+	return "sqlite", path, nil
+}
+
+// Open opens the database a connection string names (see the package
+// documentation for the forms).
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	backend, target, err := Parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if backend == "postgres" {
+		d, err := postgres.OpenOptions(ctx, target, postgres.Options{SkipMigrate: opts.SkipMigrate})
+		if err != nil {
+			return nil, err
+		}
+		return &DB{Saver: checkpoint.New(d), Backend: backend, Target: redact(target), driver: d}, nil
+	}
+	d, err := sqlite.OpenOptions(ctx, target, sqlite.Options{SkipMigrate: opts.SkipMigrate})
+	if err != nil {
+		return nil, err
+	}
+	return &DB{Saver: checkpoint.New(d), Backend: backend, Target: target, driver: d}, nil
+}
+
+// redact drops a password from a URL for messages.
+func redact(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return dsn
+	}
+	cred := dsn[scheme+3 : at]
+	if i := strings.Index(cred, ":"); i >= 0 {
+		return dsn[:scheme+3] + cred[:i] + ":xxxxx" + dsn[at:]
+	}
+	return dsn
+}

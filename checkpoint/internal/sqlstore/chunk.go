@@ -1,0 +1,67 @@
+package sqlstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+)
+
+// chunk is a row of weft_checkpoint_chunks: count items, stored as their
+// JSON joined by commas (a JSON array without its brackets), and the byte
+// length of each item as unsigned varints, so a prefix can be cut without
+// parsing JSON.
+type chunk struct {
+	start, count int64
+	fmt          int64
+	items, sizes []byte
+}
+
+func encodeChunk(items []json.RawMessage) (data, sizes []byte) {
+	n := 0
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	data = make([]byte, 0, n)
+	sizes = make([]byte, 0, len(items)*2)
+	for i, it := range items {
+		if i > 0 {
+			data = append(data, ',')
+		}
+		data = append(data, it...)
+		sizes = binary.AppendUvarint(sizes, uint64(len(it)))
+	}
+	return data, sizes
+}
+
+// prefix returns the bytes of the first k items. The item sizes are
+// checked against the data even when all items are wanted.
+func (c *chunk) prefix(k int64) ([]byte, error) {
+	if k == c.count {
+		data, err := c.cut(k)
+		if err == nil && len(data) != len(c.items) {
+			err = fmt.Errorf("item sizes add up to %d bytes, the chunk has %d", len(data), len(c.items))
+		}
+		return data, err
+	}
+	return c.cut(k)
+}
+
+func (c *chunk) cut(k int64) ([]byte, error) {
+	end := 0
+	sz := c.sizes
+	for i := int64(0); i < k; i++ {
+		n, w := binary.Uvarint(sz)
+		if w <= 0 {
+			return nil, fmt.Errorf("item sizes end after %d of %d items", i, c.count)
+		}
+		sz = sz[w:]
+		if i > 0 {
+			end++
+		}
+		end += int(n)
+	}
+	if end > len(c.items) {
+		return nil, fmt.Errorf("item sizes add up to %d bytes, the chunk has %d", end, len(c.items))
+	}
+	return c.items[:end], nil
+}

@@ -1,0 +1,78 @@
+// Package sqlstore is the storage format shared by the SQL checkpoint
+// drivers (checkpoint/sqlite and checkpoint/postgres): the schema, its
+// migrations, and every query, written once over a small database interface
+// that each driver implements for its client library.
+//
+// The layout is described in docs/persistence.md. In short:
+//
+//   - weft_checkpoints holds one row per checkpoint: its parent, time,
+//     metadata, and the channel versions as a small JSON body without values.
+//   - weft_checkpoint_blobs holds one row per channel version: an empty
+//     marker, a whole JSON value, or a pointer (log, length) into an
+//     append-only log.
+//   - weft_checkpoint_logs and weft_checkpoint_chunks hold append-only
+//     channels (messages): a log is an optional base value plus items
+//     appended in chunks. Each append is one chunk; every N appends the last
+//     N chunks merge into one chunk a level up, so a value of any length is
+//     read from at most about (N-1)·log_N(appends) chunk rows while each item
+//     is stored once.
+//   - weft_checkpoint_writes holds pending writes.
+//   - weft_schema_migrations records applied schema versions.
+package sqlstore
+
+import "context"
+
+// DB is what a driver provides: transactions over its client library.
+type DB interface {
+	// Write runs fn in a transaction that holds a write lock for each of
+	// keys (thread ids, or a fixed name for migrations), so that writers of
+	// the same key, in this process or another, run one at a time. fn's
+	// error rolls the transaction back.
+	Write(ctx context.Context, keys []string, fn func(Tx) error) error
+	// Read runs fn in a transaction that sees one consistent snapshot.
+	Read(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx runs statements inside a transaction. Queries use $1, $2... for
+// arguments; the Dialect rewrites them where the database wants another
+// form.
+type Tx interface {
+	// Exec runs a statement and returns the number of rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// Query runs a query.
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// ExecBatch runs statements in order, sending them together where the
+	// database allows (one round trip in PostgreSQL).
+	ExecBatch(ctx context.Context, stmts []Stmt) error
+}
+
+// Stmt is a statement with its arguments.
+type Stmt struct {
+	Query string
+	Args  []any
+}
+
+// Rows is the result of a query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// queryRow runs a query expected to return at most one row and scans it
+// into dest. It reports whether there was a row.
+func queryRow(ctx context.Context, tx Tx, query string, args []any, dest ...any) (bool, error) {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return false, err
+	}
+	return true, rows.Err()
+}

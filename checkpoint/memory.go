@@ -1,0 +1,316 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// MemoryDriver keeps checkpoints in process memory. Values are kept as the
+// JSON the graph produced, so nothing a node does to a value after a step
+// changes what was saved. A channel value is stored once per version.
+type MemoryDriver struct {
+	mu      sync.RWMutex
+	threads map[string]*memThread
+}
+
+type memThread struct {
+	// checkpoints per namespace, in id order (oldest first).
+	byNS   map[string][]*memCheckpoint
+	blobs  map[blobKey]json.RawMessage
+	writes map[writesKey][]PendingWrite
+}
+
+type blobKey struct {
+	ns, channel string
+	version     int64
+	// origin is empty, or the id of the checkpoint that stored the value
+	// when another branch of history already had a different value at the
+	// same version (replays and forks reuse version numbers).
+	origin string
+}
+
+type writesKey struct{ ns, id string }
+
+type memCheckpoint struct {
+	cp     *Checkpoint // Values nil: rebuilt from blobs on read
+	meta   Metadata
+	parent string
+	// refs holds the blobKey origin of channels whose value at this
+	// checkpoint's version is not the first one stored for that version.
+	refs map[string]string
+}
+
+// blobKeyOf returns the key of channel ch's value at version v as
+// checkpoint c sees it.
+func (t *memThread) blobKeyOf(ns string, c *memCheckpoint, ch string, v int64) blobKey {
+	return blobKey{ns, ch, v, c.refs[ch]}
+}
+
+// NewMemoryDriver returns an empty in-memory driver.
+func NewMemoryDriver() *MemoryDriver {
+	return &MemoryDriver{threads: make(map[string]*memThread)}
+}
+
+// Get implements Driver.
+func (m *MemoryDriver) Get(ctx context.Context, cfg Config) (*Tuple, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := m.threads[cfg.ThreadID]
+	if t == nil {
+		return nil, nil
+	}
+	list := t.byNS[cfg.Namespace]
+	if len(list) == 0 {
+		return nil, nil
+	}
+	var c *memCheckpoint
+	if cfg.CheckpointID == "" {
+		c = list[len(list)-1]
+	} else {
+		i, ok := slices.BinarySearchFunc(list, cfg.CheckpointID, func(c *memCheckpoint, id string) int {
+			return cmpString(c.cp.ID, id)
+		})
+		if !ok {
+			return nil, nil
+		}
+		c = list[i]
+	}
+	return t.tuple(cfg.ThreadID, cfg.Namespace, c)
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (t *memThread) tuple(thread, ns string, c *memCheckpoint) (*Tuple, error) {
+	cp := c.cp.Clone()
+	cp.Values = make(map[string]json.RawMessage, len(cp.Versions))
+	for ch, v := range cp.Versions {
+		if b, ok := t.blobs[t.blobKeyOf(ns, c, ch, v)]; ok && b != nil {
+			// A copy: the caller may change what it reads.
+			cp.Values[ch] = slices.Clone(b)
+		}
+	}
+	tp := &Tuple{
+		Config:     Config{ThreadID: thread, Namespace: ns, CheckpointID: cp.ID},
+		Checkpoint: cp,
+		Metadata:   cloneMeta(c.meta),
+	}
+	if c.parent != "" {
+		tp.Parent = &Config{ThreadID: thread, Namespace: ns, CheckpointID: c.parent}
+	}
+	tp.PendingWrites = slices.Clone(t.writes[writesKey{ns, cp.ID}])
+	return tp, nil
+}
+
+func cloneMeta(m Metadata) Metadata {
+	m.Parents = maps.Clone(m.Parents)
+	m.Extra = maps.Clone(m.Extra)
+	return m
+}
+
+// List implements Driver.
+func (m *MemoryDriver) List(ctx context.Context, threadID string, opts ListOptions) iter.Seq2[*Tuple, error] {
+	return func(yield func(*Tuple, error) bool) {
+		m.mu.RLock()
+		t := m.threads[threadID]
+		var out []*Tuple
+		if t != nil {
+			type item struct {
+				ns string
+				c  *memCheckpoint
+			}
+			var items []item
+			for ns, list := range t.byNS {
+				if opts.Namespace != nil && *opts.Namespace != ns {
+					continue
+				}
+				for _, c := range list {
+					items = append(items, item{ns, c})
+				}
+			}
+			sort.Slice(items, func(i, j int) bool { return items[i].c.cp.ID > items[j].c.cp.ID })
+			for _, it := range items {
+				if opts.Before != "" && it.c.cp.ID >= opts.Before {
+					continue
+				}
+				if !MatchMetadata(it.c.meta, opts.Filter) {
+					continue
+				}
+				tp, err := t.tuple(threadID, it.ns, it.c)
+				if err != nil {
+					m.mu.RUnlock()
+					yield(nil, err)
+					return
+				}
+				out = append(out, tp)
+				if opts.Limit > 0 && len(out) >= opts.Limit {
+					break
+				}
+			}
+		}
+		m.mu.RUnlock()
+		for _, tp := range out {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(tp, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Put implements Driver.
+func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metadata, blobs []Blob) (Config, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.threads[cfg.ThreadID]
+	if t == nil {
+		t = &memThread{
+			byNS:   make(map[string][]*memCheckpoint),
+			blobs:  make(map[blobKey]json.RawMessage),
+			writes: make(map[writesKey][]PendingWrite),
+		}
+		m.threads[cfg.ThreadID] = t
+	}
+	list := t.byNS[cfg.Namespace]
+	var parent *memCheckpoint
+	if i, ok := slices.BinarySearchFunc(list, cfg.CheckpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+		parent = list[i]
+	}
+	// Compute every value first, so a bad blob stores nothing.
+	vals := make([]json.RawMessage, len(blobs))
+	for i, b := range blobs {
+		switch {
+		case b.Empty:
+		case b.Value != nil:
+			vals[i] = b.Value
+		default:
+			bk := blobKey{cfg.Namespace, b.Channel, b.BaseVersion, ""}
+			if parent != nil && parent.cp.Versions[b.Channel] == b.BaseVersion {
+				bk = t.blobKeyOf(cfg.Namespace, parent, b.Channel, b.BaseVersion)
+			}
+			base, ok := t.blobs[bk]
+			if !ok {
+				return Config{}, fmt.Errorf("%w: channel %q in %s: appended items are based on version %d, which is not stored", ErrInvalid, b.Channel, cfg, b.BaseVersion)
+			}
+			v, err := JoinAppended(base, b.Appended)
+			if err != nil {
+				return Config{}, fmt.Errorf("channel %q in %s: %w", b.Channel, cfg, err)
+			}
+			vals[i] = v
+		}
+	}
+	// Blob origins are inherited from the parent, and kept from an earlier
+	// Put of the same checkpoint id, for unchanged versions.
+	refs := map[string]string{}
+	inherit := func(c *memCheckpoint) {
+		for ch, o := range c.refs {
+			if c.cp.Versions[ch] == cp.Versions[ch] {
+				refs[ch] = o
+			}
+		}
+	}
+	if parent != nil {
+		inherit(parent)
+	}
+	if i, ok := slices.BinarySearchFunc(list, cp.ID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+		inherit(list[i])
+	}
+	for i, b := range blobs {
+		k := blobKey{cfg.Namespace, b.Channel, b.Version, ""}
+		delete(refs, b.Channel)
+		if old, ok := t.blobs[k]; ok && !bytes.Equal(old, vals[i]) {
+			k.origin = cp.ID
+			refs[b.Channel] = cp.ID
+		}
+		t.blobs[k] = vals[i]
+	}
+	if len(refs) == 0 {
+		refs = nil
+	}
+	stored := cp.Clone()
+	stored.Values = nil
+	c := &memCheckpoint{cp: stored, meta: cloneMeta(meta), parent: cfg.CheckpointID, refs: refs}
+	i, found := slices.BinarySearchFunc(list, cp.ID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+	if found {
+		list[i] = c
+	} else {
+		list = slices.Insert(list, i, c)
+	}
+	t.byNS[cfg.Namespace] = list
+	return Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}, nil
+}
+
+// PutWrites implements Driver.
+func (m *MemoryDriver) PutWrites(ctx context.Context, cfg Config, taskID string, writes []PendingWrite) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.threads[cfg.ThreadID]
+	if t == nil {
+		t = &memThread{
+			byNS:   make(map[string][]*memCheckpoint),
+			blobs:  make(map[blobKey]json.RawMessage),
+			writes: make(map[writesKey][]PendingWrite),
+		}
+		m.threads[cfg.ThreadID] = t
+	}
+	k := writesKey{cfg.Namespace, cfg.CheckpointID}
+	list := t.writes[k]
+	// A task's regular writes are stored once: a task that runs again after
+	// a resume must not double them. Special channels are replaced.
+	hasRegular := false
+	for _, w := range list {
+		if w.TaskID == taskID && !IsSpecialChannel(w.Channel) {
+			hasRegular = true
+			break
+		}
+	}
+	for _, w := range writes {
+		w.TaskID = taskID
+		w.Value = slices.Clone(w.Value)
+		if IsSpecialChannel(w.Channel) {
+			replaced := false
+			for i := range list {
+				if list[i].TaskID == taskID && list[i].Channel == w.Channel {
+					list[i] = w
+					replaced = true
+					break
+				}
+			}
+			if !replaced {
+				list = append(list, w)
+			}
+			continue
+		}
+		if hasRegular {
+			continue
+		}
+		list = append(list, w)
+	}
+	t.writes[k] = list
+	return nil
+}
+
+// DeleteThread implements Driver.
+func (m *MemoryDriver) DeleteThread(ctx context.Context, threadID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.threads, threadID)
+	return nil
+}

@@ -1,0 +1,193 @@
+// Package postgres stores checkpoints in PostgreSQL: for servers that share
+// threads across processes and machines.
+//
+//	d, err := postgres.Open(ctx, "postgres://user@host:5432/weft")
+//	if err != nil { ... }
+//	defer d.Close()
+//	saver := checkpoint.New(d)
+//
+// It uses a github.com/jackc/pgx/v5 connection pool. Statements are sent
+// with the extended protocol's unnamed statement (pgx's QueryExecModeExec),
+// never as named prepared statements, so the driver works behind PgBouncer
+// in transaction mode. A connection string that sets
+// default_query_exec_mode keeps its own choice.
+//
+// Writes to a thread run under a transaction-scoped advisory lock on the
+// thread id, so writers of one thread, in any process, take turns; writers
+// of different threads do not wait for each other. Schema migrations run
+// under an advisory lock too, so several processes may start at once.
+//
+// The storage format, shared with checkpoint/sqlite, is described in
+// docs/persistence.md.
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+	"github.com/weftlabs/weft/internal/pgconn"
+)
+
+// Options tune Open.
+type Options struct {
+	// SnapshotEvery is how many appends to a message list are merged into
+	// one stored chunk, level by level; it bounds the rows a read touches.
+	// 0 means 32.
+	SnapshotEvery int
+	// SkipMigrate leaves the schema alone; Migrate must then be called
+	// before use. By default Open migrates.
+	SkipMigrate bool
+}
+
+// Stats describes what a thread's rows hold; see Driver.Stats.
+type Stats = sqlstore.Stats
+
+// Driver is a checkpoint.Driver over a PostgreSQL database. It is safe for
+// concurrent use.
+type Driver struct {
+	*sqlstore.Store
+	pool *pgxpool.Pool
+}
+
+var _ checkpoint.Driver = (*Driver)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string) and brings its schema up to date. Pass the driver to
+// checkpoint.New.
+func Open(ctx context.Context, url string) (*Driver, error) {
+	return OpenOptions(ctx, url, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, url string, opts Options) (*Driver, error) {
+	if url == "" {
+		return nil, fmt.Errorf("%w: postgres.Open needs a connection string, got none", checkpoint.ErrInvalid)
+	}
+	cfg, err := pgconn.PoolConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: postgres connection string: %v", checkpoint.ErrInvalid, err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint/postgres: %w", err)
+	}
+	return New(ctx, pool, opts)
+}
+
+// New returns a driver over an existing pool, which Close then closes. The
+// pool's connections should not cache prepared statements if a transaction
+// pooler sits in front of the database.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Driver, error) {
+	d := &Driver{pool: pool}
+	d.Store = sqlstore.New(pgDB{pool}, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("checkpoint/postgres: connecting: %w", err)
+	}
+	if !opts.SkipMigrate {
+		if err := d.Migrate(ctx); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Close closes the pool.
+func (d *Driver) Close() error {
+	d.pool.Close()
+	return nil
+}
+
+// Pool returns the connection pool.
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+// Dialect is the PostgreSQL flavour of the shared storage format.
+var Dialect = &sqlstore.Dialect{
+	Migrations:  [][]string{sqlstore.SchemaSQL("text", "bigint", "smallint", "bytea", "jsonb", "seq bigint GENERATED ALWAYS AS IDENTITY,")},
+	WritesOrder: "seq",
+	Size: func(col string, _ bool) string {
+		return "COALESCE(pg_column_size(" + col + "), 0)"
+	},
+}
+
+type pgDB struct{ pool *pgxpool.Pool }
+
+// Write begins the transaction and takes the advisory locks in one round
+// trip, then runs fn.
+func (p pgDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) (err error) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var b strings.Builder
+	b.WriteString("BEGIN")
+	for _, k := range keys {
+		// A literal, so BEGIN and the locks go as one simple-protocol
+		// message.
+		b.WriteString("; SELECT pg_advisory_xact_lock(hashtextextended('")
+		b.WriteString(strings.ReplaceAll("weft.checkpoint:"+k, "'", "''"))
+		b.WriteString("', 0))")
+	}
+	if err := conn.Conn().PgConn().Exec(ctx, b.String()).Close(); err != nil {
+		// The connection is in an unknown state: do not reuse it.
+		conn.Conn().PgConn().Close(context.Background())
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+				conn.Conn().PgConn().Close(context.Background())
+			}
+		}
+	}()
+	if err := fn(pgTx{conn.Conn()}); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "COMMIT")
+	return err
+}
+
+func (p pgDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return fn(pgTx{tx.Conn()})
+	})
+}
+
+type pgTx struct{ c *pgx.Conn }
+
+func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := t.c.Exec(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := t.c.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// ExecBatch pipelines the statements: one round trip for all of them.
+func (t pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	if len(stmts) == 1 {
+		_, err := t.c.Exec(ctx, stmts[0].Query, stmts[0].Args...)
+		return err
+	}
+	var b pgx.Batch
+	for _, st := range stmts {
+		b.Queue(st.Query, st.Args...)
+	}
+	return t.c.SendBatch(ctx, &b).Close()
+}

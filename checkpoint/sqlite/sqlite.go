@@ -1,0 +1,211 @@
+// Package sqlite stores checkpoints in a SQLite file: weft's embedded
+// default, with no server and no cgo.
+//
+//	d, err := sqlite.Open(ctx, "weft.db")
+//	if err != nil { ... }
+//	defer d.Close()
+//	saver := checkpoint.New(d)
+//
+// It uses modernc.org/sqlite, SQLite translated to Go, through database/sql.
+// The file is opened in WAL mode, so readers never wait for the writer; a
+// write takes the database's write lock at its start (BEGIN IMMEDIATE) and
+// waits up to BusyTimeout for another process holding it. Several processes
+// may share one file.
+//
+// The storage format, shared with checkpoint/postgres, is described in
+// docs/persistence.md: a channel's value is stored once per version, and
+// message lists as appended items, so a thread's storage grows in proportion
+// to its length.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+)
+
+// Options tune Open.
+type Options struct {
+	// SnapshotEvery is how many appends to a message list are merged into
+	// one stored chunk, level by level; it bounds the rows a read touches.
+	// 0 means 32.
+	SnapshotEvery int
+	// BusyTimeout is how long a write waits for another process holding
+	// the write lock. 0 means 10 seconds.
+	BusyTimeout time.Duration
+	// Synchronous is SQLite's synchronous setting: "NORMAL" (the default)
+	// survives a crash of the process, and in WAL mode keeps the database
+	// consistent on power loss, though the last commits may roll back;
+	// "FULL" syncs every commit to disk, surviving power loss, at the cost
+	// of a disk flush per checkpoint.
+	Synchronous string
+	// SkipMigrate leaves the schema alone; Migrate must then be called
+	// before use. By default Open migrates.
+	SkipMigrate bool
+}
+
+// Stats describes what a thread's rows hold; see Driver.Stats.
+type Stats = sqlstore.Stats
+
+// Driver is a checkpoint.Driver over a SQLite file. It is safe for
+// concurrent use.
+type Driver struct {
+	*sqlstore.Store
+	db   *sql.DB
+	path string
+}
+
+var _ checkpoint.Driver = (*Driver)(nil)
+
+// Open opens (creating if needed) the SQLite file at path and brings its
+// schema up to date. Pass the driver to checkpoint.New.
+func Open(ctx context.Context, path string) (*Driver, error) {
+	return OpenOptions(ctx, path, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: sqlite.Open needs a file path, got none", checkpoint.ErrInvalid)
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("%w: sqlite file path %q contains '?', which SQLite reads as the start of options", checkpoint.ErrInvalid, path)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	switch s := strings.ToUpper(opts.Synchronous); s {
+	case "":
+		opts.Synchronous = "NORMAL"
+	case "NORMAL", "FULL", "EXTRA":
+		opts.Synchronous = s
+	default:
+		return nil, fmt.Errorf("%w: sqlite Synchronous must be NORMAL, FULL or EXTRA, got %q", checkpoint.ErrInvalid, opts.Synchronous)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+opts.Synchronous+")")
+	q.Add("_pragma", "foreign_keys(OFF)")
+	// Write transactions take the write lock when they begin, so two
+	// writers never deadlock upgrading read locks; read-only transactions
+	// stay deferred.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
+	}
+	// Keep connections open: a new one runs the pragmas again.
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxIdleTime(0)
+	d := &Driver{db: db, path: path}
+	d.Store = sqlstore.New(&sqlDB{db: db, wlock: make(chan struct{}, 1)}, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
+	}
+	if !opts.SkipMigrate {
+		if err := d.Migrate(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Close closes the database.
+func (d *Driver) Close() error { return d.db.Close() }
+
+// Path returns the file the driver was opened on.
+func (d *Driver) Path() string { return d.path }
+
+// Dialect is the SQLite flavour of the shared storage format.
+var Dialect = &sqlstore.Dialect{
+	Migrations:  [][]string{sqlstore.SchemaSQL("TEXT", "INTEGER", "INTEGER", "BLOB", "TEXT", "")},
+	Numbered:    true,
+	WritesOrder: "rowid",
+	Size: func(col string, integer bool) string {
+		if integer {
+			// The bytes of SQLite's record format for an integer.
+			return "(CASE WHEN " + col + " IS NULL OR " + col + " IN (0, 1) THEN 0 WHEN " + col + " BETWEEN -128 AND 127 THEN 1 WHEN " + col + " BETWEEN -32768 AND 32767 THEN 2 WHEN " +
+				col + " BETWEEN -8388608 AND 8388607 THEN 3 WHEN " + col + " BETWEEN -2147483648 AND 2147483647 THEN 4 WHEN " + col + " BETWEEN -140737488355328 AND 140737488355327 THEN 6 ELSE 8 END)"
+		}
+		return "COALESCE(octet_length(" + col + "), 0)"
+	},
+}
+
+// sqlDB adapts database/sql to sqlstore.DB.
+type sqlDB struct {
+	db *sql.DB
+	// wlock serializes this process's writers, so they queue here instead
+	// of sleeping in SQLite's busy handler; other processes are kept out
+	// by BEGIN IMMEDIATE and wait under busy_timeout.
+	wlock chan struct{}
+}
+
+func (s *sqlDB) Write(ctx context.Context, _ []string, fn func(sqlstore.Tx) error) error {
+	select {
+	case s.wlock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wlock }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(sqlTx{tx}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(sqlTx{tx})
+}
+
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t sqlTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (t sqlTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	for _, st := range stmts {
+		if _, err := t.tx.ExecContext(ctx, st.Query, st.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }

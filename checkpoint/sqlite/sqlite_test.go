@@ -1,0 +1,116 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/checkpointtest"
+	"github.com/weftlabs/weft/checkpoint/sqlite"
+)
+
+func newSaver(t *testing.T) *checkpoint.Saver {
+	t.Helper()
+	d, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return checkpoint.New(d)
+}
+
+func TestConformance(t *testing.T) {
+	checkpointtest.Run(t, newSaver)
+}
+
+// TestMigrateConcurrently opens one new file from several connections at
+// once, as processes starting together would: the schema is made once.
+func TestMigrateConcurrently(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.db")
+	const n = 6
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			d, err := sqlite.Open(context.Background(), path)
+			if err == nil {
+				err = d.Migrate(context.Background())
+				d.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, version int
+	if err := db.QueryRow(`SELECT COUNT(*), MAX(version) FROM weft_schema_migrations WHERE component = 'checkpoint'`).Scan(&rows, &version); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || version != 1 {
+		t.Fatalf("weft_schema_migrations has %d rows up to version %d; want 1 row, version 1", rows, version)
+	}
+}
+
+// TestCorruptRow damages stored rows behind the driver's back: reading
+// them fails with ErrCorrupt naming the thread, checkpoint and channel.
+func TestCorruptRow(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	d, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := checkpoint.New(d)
+	cp := &checkpoint.Checkpoint{V: 1, ID: "c1", Versions: map[string]int64{"msgs": 1, "plan": 1}}
+	if _, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"}, cp, checkpoint.Metadata{}, []checkpoint.Blob{
+		{Channel: "msgs", Version: 1, Value: json.RawMessage(`["a"]`)}, {Channel: "plan", Version: 1, Value: json.RawMessage(`{"p":1}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cp2 := &checkpoint.Checkpoint{V: 1, ID: "c2", Versions: map[string]int64{"msgs": 2, "plan": 1}}
+	if _, err := s.Put(ctx, checkpoint.Config{ThreadID: "t", CheckpointID: "c1"}, cp2, checkpoint.Metadata{}, []checkpoint.Blob{
+		{Channel: "msgs", Version: 2, BaseVersion: 1, Appended: []json.RawMessage{json.RawMessage(`"b"`)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		name, stmt, id, what string
+	}{
+		{"chunk damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'ff'`, "c2", `channel "msgs"`},
+		{"chunk items damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'01', items = X'7b'`, "c2", `channel "msgs"`},
+		{"value not JSON", `UPDATE weft_checkpoint_blobs SET value = X'7b7b' WHERE channel = 'plan'`, "c1", `channel "plan"`},
+		{"unknown format", `UPDATE weft_checkpoint_blobs SET fmt = 9 WHERE channel = 'plan'`, "c1", `channel "plan"`},
+		{"body damaged", `UPDATE weft_checkpoints SET body = X'00' WHERE checkpoint_id = 'c2'`, "c2", `checkpoint body`},
+	} {
+		if _, err := db.Exec(c.stmt); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Get(ctx, checkpoint.Config{ThreadID: "t", CheckpointID: c.id})
+		if !errors.Is(err, checkpoint.ErrCorrupt) {
+			t.Fatalf("%s: Get = %v; want ErrCorrupt", c.name, err)
+		}
+		for _, want := range []string{`thread "t"`, `checkpoint "` + c.id + `"`, c.what} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not name %s", c.name, err, want)
+			}
+		}
+	}
+}

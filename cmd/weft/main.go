@@ -1,0 +1,25 @@
+// Command weft is weft's command line: it runs the example agents
+// (weft run), draws graphs and migrates databases, and will serve them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/weftlabs/weft/internal/cli"
+)
+
+// version is set at release time: go build -ldflags "-X main.version=v1.2.3".
+var version string
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := cli.New(version).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "weft:", err)
+		os.Exit(1)
+	}
+}

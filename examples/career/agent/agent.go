@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/weftlabs/weft/agent/react"
+	"github.com/weftlabs/weft/agent/router"
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/examples/career/service"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+)
+
+// SystemPrompt is the ReAct agent's system prompt: a Korean career
+// counsellor that grounds its answers in the tools' data.
+const SystemPrompt = `당신은 DreamPath의 커리어 상담사입니다. 사용자가 원하는 직무로 나아가도록 구체적이고 실행 가능한 조언을 합니다.
+
+도구:
+- search_mentoring_sessions(career_interest): 예약 가능한 멘토링 세션 검색
+- get_learning_path(career): 직무별 단계적 학습 경로
+- search_job_postings(keyword): 채용 공고 검색
+- book_mentoring(session_id, user_id): 멘토링 예약 (사용자가 예약을 분명히 요청하고 user_id를 알 때만)
+
+원칙:
+1. 필요한 도구만 부르세요. 서로 독립적인 조회는 한 번에 함께 호출해도 됩니다.
+2. 답변은 도구 결과에 있는 실제 데이터(세션 제목, 멘토, 학습 단계, 자료, 공고)만 근거로 하고, 없는 정보를 지어내지 마세요.
+3. 결과가 비어 있으면 다른 도구나 다른 표현으로 한 번 더 시도하고, 그래도 없으면 솔직히 말하세요.
+4. 한국어로, 단계별로 짧고 분명하게 답하고 마지막에 다음 행동 하나를 제안하세요.`
+
+// ChatPrompt is the system prompt of plain chat replies (greetings, small
+// talk), which the router answers without the agent.
+const ChatPrompt = `당신은 DreamPath의 친절한 커리어 상담사입니다. 인사나 가벼운 대화에는 한두 문장으로 따뜻하게 답하고, 멘토링 세션, 학습 경로, 채용 공고를 찾아 드릴 수 있다고 안내하세요.`
+
+// ClassifierPrompt asks the router's classifier for a route.
+const ClassifierPrompt = `사용자의 메시지를 분류하세요. 인사, 잡담, 도구 없이 바로 답할 수 있는 질문은 "chat"; 멘토링 세션, 학습 경로, 채용 공고를 찾아보거나 예약해야 답할 수 있는 진로 질문은 "agent".`
+
+// Document 002's limits.
+const (
+	MaxSteps    = 4
+	Timeout     = 30 * time.Second
+	ToolTimeout = 10 * time.Second
+)
+
+// Options configure the agent.
+type Options struct {
+	// Checkpointer keeps conversations by thread; nil keeps none.
+	Checkpointer *checkpoint.Saver
+	// Classifier decides the messages the router's keyword rules leave
+	// open; nil uses the agent's model.
+	Classifier llm.ChatModel
+	// Mode is react.NativeTools (default) or react.JSONFormat, for models
+	// without tool calling.
+	Mode react.Mode
+}
+
+// Agent is DreamPath: a router in front of a ReAct agent over the career
+// tools.
+type Agent struct {
+	// Graph is the ReAct agent (react.New), for callers that stream it.
+	Graph *graph.Graph
+	// Router routes each message to plain chat or Graph.
+	Router *router.Router
+}
+
+// New builds DreamPath over model and svc.
+func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error) {
+	if model == nil || svc == nil {
+		return nil, fmt.Errorf("career agent: a model and a service are required")
+	}
+	reg, err := NewRegistry(svc)
+	if err != nil {
+		return nil, fmt.Errorf("career agent: %w", err)
+	}
+	g, err := react.New(model, reg, react.Options{
+		MaxSteps:     MaxSteps,
+		Timeout:      Timeout,
+		ToolTimeout:  ToolTimeout,
+		Checkpointer: opts.Checkpointer,
+		Mode:         opts.Mode,
+		SystemPrompt: SystemPrompt,
+		Name:         "career",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("career agent: %w", err)
+	}
+	classifier := opts.Classifier
+	if classifier == nil {
+		classifier = model
+	}
+	r, err := router.New(model, g, router.Options{
+		Classifier:       classifier,
+		ClassifierPrompt: ClassifierPrompt,
+		ChatPrompt:       ChatPrompt,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("career agent: %w", err)
+	}
+	return &Agent{Graph: g, Router: r}, nil
+}
+
+// Handle answers msg: {message, used_agent, tools_used}. opts are the
+// agent's run options (a thread when the agent has a checkpointer).
+func (a *Agent) Handle(ctx context.Context, msg string, opts ...graph.RunOptions) (router.Reply, error) {
+	return a.Router.Handle(ctx, msg, opts...)
+}
+
+// Chat streams a plain chat reply to msg, as the router's chat route
+// answers it, for callers that show tokens as they arrive. history is the
+// conversation so far (the caller picks how much), given to the model
+// before msg.
+func (a *Agent) Chat(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error] {
+	return a.Router.Chat(ctx, history, msg)
+}

@@ -1,0 +1,428 @@
+package graph
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
+)
+
+// Invoke runs the graph to the end (or to an interrupt) and returns its
+// final state. The input is an Update: channel writes for a new run,
+// Resume(v) to answer an interrupt, or the zero Update to continue from the
+// thread's checkpoint. When the run stopped for a human, the returned
+// state's Interrupts say why.
+func (g *Graph) Invoke(ctx context.Context, in Update, opts ...RunOptions) (State, error) {
+	o, err := oneRunOpt(opts)
+	if err != nil {
+		return State{}, err
+	}
+	o.StreamModes = nil
+	r, err := g.newRun(o)
+	if err != nil {
+		return State{}, err
+	}
+	out, err := r.execute(ctx, in)
+	if err != nil {
+		return State{}, err
+	}
+	return out.state, nil
+}
+
+// Stream runs the graph like Invoke and yields its events as they happen,
+// in the modes RunOptions.StreamModes selects (default: updates). An error
+// ends the stream as its last item. Stopping the iteration early cancels
+// the run.
+func (g *Graph) Stream(ctx context.Context, in Update, opts ...RunOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		o, err := oneRunOpt(opts)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		if len(o.StreamModes) == 0 {
+			o.StreamModes = []StreamMode{StreamUpdates}
+		}
+		r, err := g.newRun(o)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// Once the consumer stops, or this function returns, yield must not
+		// be called again: a node may still emit (an Emit after the break,
+		// a subgraph's events, a node that outlived its timeout), so every
+		// event goes through this guard, one at a time.
+		var mu sync.Mutex
+		done := false
+		defer func() {
+			mu.Lock()
+			done = true
+			mu.Unlock()
+		}()
+		r.emit = func(ev Event) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if done {
+				return false
+			}
+			if !yield(ev, nil) {
+				done = true
+				cancel()
+				return false
+			}
+			return true
+		}
+		_, err = r.execute(ctx, in)
+		mu.Lock()
+		stopped := done
+		done = true
+		mu.Unlock()
+		if err != nil && !stopped {
+			yield(Event{}, err)
+		}
+	}
+}
+
+// StateOptions configures GetState.
+type StateOptions struct {
+	// Subgraphs fills TaskState.State for subgraph tasks.
+	Subgraphs bool
+}
+
+// GetState returns the state at a checkpoint: cfg.CheckpointID, or the
+// thread's latest. For the latest, the writes of tasks that succeeded in a
+// step that did not finish are shown applied.
+func (g *Graph) GetState(ctx context.Context, cfg checkpoint.Config, opts ...StateOptions) (StateSnapshot, error) {
+	if g.saver == nil {
+		return StateSnapshot{}, fmt.Errorf("%w: GetState reads checkpoints: compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer)
+	}
+	var so StateOptions
+	if len(opts) > 0 {
+		so = opts[0]
+	}
+	r, err := g.newRun(RunOptions{ThreadID: cfg.ThreadID, RecursionLimit: DefaultRecursionLimit})
+	if err != nil {
+		return StateSnapshot{}, err
+	}
+	r.ns = cfg.Namespace
+	tp, err := r.load(ctx, cfg.CheckpointID)
+	if err != nil {
+		return StateSnapshot{}, err
+	}
+	if tp == nil {
+		return StateSnapshot{Values: State{values: map[string]any{}}, Next: []string{}, Tasks: []TaskState{}, Interrupts: []Interruption{}, Config: cfg}, nil
+	}
+	return r.describe(ctx, cfg.CheckpointID == "", so)
+}
+
+func (r *run) describe(ctx context.Context, applyPending bool, so StateOptions) (StateSnapshot, error) {
+	tasks := r.prepare()
+	if err := r.matchPending(tasks); err != nil {
+		return StateSnapshot{}, err
+	}
+	snap := r.snapshotOf(tasks, applyPending)
+	if so.Subgraphs {
+		for i, ts := range snap.Tasks {
+			t := tasks[indexOfTask(tasks, ts.ID)]
+			if t.node.sub == nil {
+				continue
+			}
+			sub := t.node.sub
+			s := sub
+			if s.saver == nil {
+				// The subgraph saves through its parent's saver.
+				cp := *s
+				cp.saver = r.saver
+				s = &cp
+			}
+			st, err := s.GetState(ctx, checkpoint.Config{ThreadID: r.opts.ThreadID, Namespace: t.ns}, so)
+			if err != nil {
+				return StateSnapshot{}, err
+			}
+			if st.Config.CheckpointID != "" {
+				snap.Tasks[i].State = &st
+			}
+		}
+	}
+	return snap, nil
+}
+
+func indexOfTask(tasks []*task, id string) int {
+	for i, t := range tasks {
+		if t.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// HistoryOptions narrows GetStateHistory.
+type HistoryOptions struct {
+	// Before lists only checkpoints older than this checkpoint id.
+	Before string
+	// Limit caps the number of snapshots; 0 means all.
+	Limit int
+	// Filter keeps checkpoints whose metadata has these values ("source",
+	// "step", or RunOptions.Metadata keys).
+	Filter map[string]any
+}
+
+// GetStateHistory yields a thread's snapshots, newest first.
+func (g *Graph) GetStateHistory(ctx context.Context, threadID string, opts ...HistoryOptions) iter.Seq2[StateSnapshot, error] {
+	return func(yield func(StateSnapshot, error) bool) {
+		if g.saver == nil {
+			yield(StateSnapshot{}, fmt.Errorf("%w: GetStateHistory reads checkpoints: compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer))
+			return
+		}
+		var ho HistoryOptions
+		if len(opts) > 0 {
+			ho = opts[0]
+		}
+		root := ""
+		for tp, err := range g.saver.List(ctx, threadID, checkpoint.ListOptions{Namespace: &root, Before: ho.Before, Limit: ho.Limit, Filter: ho.Filter}) {
+			if err != nil {
+				yield(StateSnapshot{}, err)
+				return
+			}
+			r, err := g.newRun(RunOptions{ThreadID: threadID, RecursionLimit: DefaultRecursionLimit})
+			if err == nil {
+				r.reset()
+				err = r.restore(tp)
+			}
+			if err != nil {
+				yield(StateSnapshot{}, err)
+				return
+			}
+			snap, err := r.describe(ctx, false, StateOptions{})
+			if !yield(snap, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// UpdateState writes u to the thread's state at cfg (its latest checkpoint
+// when cfg.CheckpointID is empty) as if node asNode had returned it: the
+// node's edges and conditional edges fire, so the next step runs what would
+// follow asNode. The result is a new checkpoint, returned; at an older
+// checkpoint this forks the thread's history. asNode may be empty when the
+// graph can tell which node ran last; END clears the pending tasks; START
+// applies u as a new input.
+func (g *Graph) UpdateState(ctx context.Context, cfg checkpoint.Config, u Update, asNode string) (checkpoint.Config, error) {
+	if g.saver == nil {
+		return checkpoint.Config{}, fmt.Errorf("%w: UpdateState writes checkpoints: compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer)
+	}
+	r, err := g.newRun(RunOptions{ThreadID: cfg.ThreadID, Durability: DurabilitySync, RecursionLimit: DefaultRecursionLimit})
+	if err != nil {
+		return checkpoint.Config{}, err
+	}
+	r.ns = cfg.Namespace
+	r.persist = newPersister(false)
+	tp, err := r.load(ctx, cfg.CheckpointID)
+	if err != nil {
+		return checkpoint.Config{}, err
+	}
+	if asNode == "" {
+		asNode, err = r.inferAsNode(tp)
+		if err != nil {
+			return checkpoint.Config{}, err
+		}
+	}
+	switch {
+	case asNode == START:
+		u.input = true
+		if err := r.start(ctx, u); err != nil {
+			return checkpoint.Config{}, err
+		}
+	case asNode == END:
+		tasks := r.prepare()
+		if err := r.matchPending(tasks); err != nil {
+			return checkpoint.Config{}, err
+		}
+		for _, t := range tasks {
+			if !t.done {
+				t.writes = nil
+			}
+		}
+		t := &task{name: END, triggers: []string{interruptKey}}
+		if err := r.routeWrites(ctx, t, u); err != nil {
+			return checkpoint.Config{}, err
+		}
+		if err := r.apply(append(tasks, t), true); err != nil {
+			return checkpoint.Config{}, err
+		}
+		if err := r.newCheckpoint(ctx, "update"); err != nil {
+			return checkpoint.Config{}, err
+		}
+	default:
+		n := g.nodes[asNode]
+		if n == nil {
+			return checkpoint.Config{}, fmt.Errorf("%w: UpdateState as node %q: the graph has no such node (nodes: %v)", ErrInvalidInput, asNode, g.Nodes())
+		}
+		t := &task{name: asNode, node: n, triggers: []string{interruptKey}, id: hashID(r.cpID, r.ns, "update", asNode)}
+		if err := r.routeWrites(ctx, t, u); err != nil {
+			return checkpoint.Config{}, err
+		}
+		if err := r.apply([]*task{t}, true); err != nil {
+			return checkpoint.Config{}, err
+		}
+		if err := r.newCheckpoint(ctx, "update"); err != nil {
+			return checkpoint.Config{}, err
+		}
+	}
+	if err := r.persist.close(); err != nil {
+		return checkpoint.Config{}, err
+	}
+	return checkpoint.Config{ThreadID: cfg.ThreadID, Namespace: r.ns, CheckpointID: r.lastSaved}, nil
+}
+
+// inferAsNode picks the node that ran last, as LangGraph does: the only
+// node, START on an empty thread, or the node that saw the newest version.
+func (r *run) inferAsNode(tp *checkpoint.Tuple) (string, error) {
+	if len(r.g.nodeList) == 2 {
+		return r.g.nodeList[1].name, nil
+	}
+	if tp == nil {
+		return START, nil
+	}
+	best, bestV, tie := "", int64(0), false
+	for name, seen := range r.seen {
+		if r.g.nodes[name] == nil {
+			continue
+		}
+		for _, v := range seen {
+			switch {
+			case v > bestV:
+				best, bestV, tie = name, v, false
+			case v == bestV && name != best:
+				tie = true
+			}
+		}
+	}
+	if best == "" {
+		return START, nil
+	}
+	if tie {
+		return "", fmt.Errorf("%w: UpdateState cannot tell which node ran last (several saw version %d); pass asNode", ErrInvalidInput, bestV)
+	}
+	return best, nil
+}
+
+// ---------------------------------------------------------------- cache
+
+// Cache stores node results for nodes with a CachePolicy.
+type Cache interface {
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
+// MemoryCache is an in-process Cache.
+type MemoryCache struct {
+	mu sync.Mutex
+	m  map[string]cacheEntry
+}
+
+type cacheEntry struct {
+	v       []byte
+	expires time.Time
+}
+
+// NewMemoryCache returns an empty in-process cache.
+func NewMemoryCache() *MemoryCache { return &MemoryCache{m: map[string]cacheEntry{}} }
+
+// Get implements Cache.
+func (c *MemoryCache) Get(_ context.Context, key string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok {
+		return nil, false, nil
+	}
+	if !e.expires.IsZero() && time.Now().After(e.expires) {
+		delete(c.m, key)
+		return nil, false, nil
+	}
+	return e.v, true, nil
+}
+
+// Set implements Cache.
+func (c *MemoryCache) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := cacheEntry{v: value}
+	if ttl > 0 {
+		e.expires = time.Now().Add(ttl)
+	}
+	c.m[key] = e
+	return nil
+}
+
+func (r *run) cacheKey(t *task) (string, bool) {
+	p := t.node.opts.Cache
+	if p == nil || r.g.cache == nil {
+		return "", false
+	}
+	var key string
+	if p.Key != nil {
+		k, err := p.Key(t.input)
+		if err != nil {
+			return "", false
+		}
+		key = k
+	} else {
+		b, err := json.Marshal(t.input)
+		if err != nil {
+			return "", false
+		}
+		key = string(b)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return r.g.name + "|" + r.ns + "|" + t.name + "|" + hex.EncodeToString(sum[:16]), true
+}
+
+func (r *run) cacheHit(ctx context.Context, t *task) bool {
+	key, ok := r.cacheKey(t)
+	if !ok {
+		return false
+	}
+	data, ok, err := r.g.cache.Get(ctx, key)
+	if err != nil || !ok {
+		return false
+	}
+	var ews []encodedWrite
+	if json.Unmarshal(data, &ews) != nil {
+		return false
+	}
+	ws, err := r.g.decodeWrites(t.name, ews)
+	if err != nil {
+		return false
+	}
+	t.writes = ws
+	t.update = Update{writes: stateWrites(r.g, ws)}
+	t.cached = true
+	return true
+}
+
+func (r *run) cacheStore(ctx context.Context, t *task) {
+	key, ok := r.cacheKey(t)
+	if !ok {
+		return
+	}
+	ews, err := encodeWrites(t.writes)
+	if err != nil {
+		return
+	}
+	data, err := json.Marshal(ews)
+	if err != nil {
+		return
+	}
+	_ = r.g.cache.Set(ctx, key, data, t.node.opts.Cache.TTL)
+}

@@ -1,0 +1,812 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
+)
+
+// outcome is how a run ended when it did not fail.
+type outcome struct {
+	state       State
+	interrupts  []Interruption
+	interrupted bool
+}
+
+// execute runs the graph from its input to the end, an interrupt or an
+// error, and saves what durability asks for.
+func (r *run) execute(ctx context.Context, in Update) (outcome, error) {
+	if r.persist == nil {
+		r.persist = newPersister(r.opts.Durability == DurabilityAsync && r.saver != nil)
+		defer r.persist.close()
+	}
+	tp, err := r.load(ctx, r.opts.CheckpointID)
+	if err != nil {
+		return outcome{}, err
+	}
+	if r.sub && tp != nil {
+		// The parent task runs again (a resume or a retry): continue the
+		// subgraph where it stopped instead of starting it anew.
+		in = Update{}
+	}
+	if err := r.start(ctx, in); err != nil {
+		return outcome{}, err
+	}
+	out, lastTasks, err := r.loop(ctx)
+	// Save at exit what durability "exit" held back; a subgraph that
+	// finished needs nothing saved, as its parent's checkpoint covers it.
+	if r.saver != nil && r.opts.Durability == DurabilityExit && !(r.sub && err == nil && !out.interrupted) {
+		if !r.cpSaved {
+			if serr := r.save(ctx); serr != nil && err == nil {
+				err = serr
+			}
+		}
+		if err != nil || out.interrupted {
+			for _, t := range lastTasks {
+				if t.done && !t.cached {
+					continue
+				}
+				if pws, perr := taskPendingWrites(t); perr == nil && (t.err != nil || len(t.interrupts) > 0 || t.writes != nil || len(t.resumes) > 0) {
+					r.putWrites(ctx, t.id, pws)
+				}
+			}
+		}
+	}
+	if perr := r.persist.failed(); perr != nil && err == nil {
+		err = fmt.Errorf("graph: saving checkpoint: %w", perr)
+	}
+	return out, err
+}
+
+// loop runs supersteps until none is left. It returns the tasks of the last
+// step when the run stopped inside it.
+func (r *run) loop(ctx context.Context) (outcome, []*task, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return outcome{}, nil, err
+		}
+		if r.stopped {
+			return outcome{state: r.output(nil)}, nil, nil
+		}
+		if r.step > r.stop {
+			return outcome{}, nil, &RecursionError{Limit: r.opts.RecursionLimit}
+		}
+		tasks := r.prepare()
+		if err := r.matchPending(tasks); err != nil {
+			return outcome{}, nil, err
+		}
+		if r.saver != nil && (r.modes.has(StreamCheckpoints) || r.modes.has(StreamDebug)) {
+			r.emitCheckpoint(tasks)
+		}
+		if len(tasks) == 0 {
+			return outcome{state: r.output(nil)}, nil, nil
+		}
+		if r.shouldInterrupt(r.before, tasks) {
+			r.emitUpdate("__interrupt__", Update{}, nil, false)
+			return outcome{state: r.output(nil), interrupted: true}, nil, nil
+		}
+		r.emitTaskStarts(tasks)
+		if err := r.runTasks(ctx, tasks); err != nil {
+			return outcome{}, finishedTasks(tasks), err
+		}
+		var interrupts []Interruption
+		interrupted := false
+		for _, t := range tasks {
+			var ps *parentCommand
+			if errors.As(t.err, &ps) {
+				return outcome{}, tasks, ps
+			}
+		}
+		for _, t := range tasks {
+			if t.err != nil && !isInterrupt(t.err) {
+				return outcome{}, tasks, stepError(tasks)
+			}
+			if isInterrupt(t.err) {
+				interrupted = true
+				interrupts = append(interrupts, t.interrupts...)
+			}
+		}
+		if interrupted {
+			return outcome{state: r.interruptedState(tasks, interrupts), interrupts: interrupts, interrupted: true}, tasks, nil
+		}
+		if err := r.apply(tasks, true); err != nil {
+			return outcome{}, tasks, err
+		}
+		if err := r.newCheckpoint(ctx, "loop"); err != nil {
+			return outcome{}, nil, err
+		}
+		r.step++
+		if r.outputUpdated() {
+			r.emitValues(nil)
+		}
+		if r.shouldInterrupt(r.after, tasks) {
+			r.emitUpdate("__interrupt__", Update{}, nil, false)
+			return outcome{state: r.output(nil), interrupted: true}, nil, nil
+		}
+	}
+}
+
+// interruptedState is the state a run that stopped at an interrupt returns:
+// as LangGraph does, the writes of the step's tasks that did finish are
+// shown applied (in memory only: they are saved as pending writes, and the
+// step is applied when the run resumes), and a last values event carries
+// them.
+func (r *run) interruptedState(tasks []*task, interrupts []Interruption) State {
+	var ws []write
+	for _, t := range tasks {
+		if t.err == nil {
+			ws = append(ws, t.writes...)
+		}
+	}
+	// Writes that break a channel's rule fail the step when it is applied
+	// on resume; until then the state is shown without them.
+	st, applied := r.outputWith(ws, interrupts)
+	if !applied {
+		return st
+	}
+	if r.modes.has(StreamValues) {
+		r.send(Event{Mode: StreamValues, Namespace: r.path, Data: st})
+	}
+	return st
+}
+
+// outputWith is the output state with writes applied on top, in memory
+// only; applied is false, and the state the current one, when they change
+// no state channel or break a channel's rule.
+func (r *run) outputWith(ws []write, interrupts []Interruption) (st State, applied bool) {
+	if len(stateWrites(r.g, ws)) > 0 {
+		if local, err := r.localState(ws); err == nil {
+			return State{values: pick(local.values, r.g.outputKeys), interrupts: interrupts}, true
+		}
+	}
+	return r.output(interrupts), false
+}
+
+func (r *run) outputUpdated() bool {
+	for _, ch := range r.updated {
+		if slices.Contains(r.g.outputKeys, ch) {
+			return true
+		}
+	}
+	return false
+}
+
+// shouldInterrupt reports whether a static interrupt stops before (or after)
+// these tasks: one of them is named, and something changed since the run
+// last passed a static interrupt.
+func (r *run) shouldInterrupt(names map[string]bool, tasks []*task) bool {
+	if len(names) == 0 {
+		return false
+	}
+	named := false
+	for _, t := range tasks {
+		if !t.node.hidden && (names[t.name] || names[All]) {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return false
+	}
+	seen := r.seen[interruptKey]
+	for ch, v := range r.versions {
+		if v > seen[ch] {
+			return true
+		}
+	}
+	return false
+}
+
+// runTasks runs the step's tasks that have no saved writes: one inline, more
+// on goroutines. Events from tasks on goroutines reach the stream through the
+// loop goroutine.
+func (r *run) runTasks(ctx context.Context, tasks []*task) error {
+	var todo []*task
+	for _, t := range tasks {
+		if t.done {
+			if !t.node.hidden {
+				r.emitUpdate(t.name, Update{writes: stateWrites(r.g, t.writes)}, t, true)
+			}
+			continue
+		}
+		todo = append(todo, t)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if len(todo) == 1 {
+		t := todo[0]
+		t.emit = r.emit
+		r.execTask(ctx, t)
+		r.commit(ctx, t)
+		return nil
+	}
+	stepCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan Event)
+	done := make(chan *task, len(todo))
+	var sem chan struct{}
+	if r.opts.MaxConcurrency > 0 {
+		sem = make(chan struct{}, r.opts.MaxConcurrency)
+	}
+	for _, t := range todo {
+		t.emit = func(ev Event) bool {
+			select {
+			case events <- ev:
+				return true
+			case <-stepCtx.Done():
+				return false
+			}
+		}
+		go func(t *task) {
+			if sem != nil {
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-stepCtx.Done():
+					t.err = stepCtx.Err()
+					done <- t
+					return
+				}
+			}
+			r.execTask(stepCtx, t)
+			done <- t
+		}(t)
+	}
+	for remaining := len(todo); remaining > 0; {
+		select {
+		case ev := <-events:
+			if !r.emit(ev) {
+				r.stopped = true
+				cancel()
+			}
+		case t := <-done:
+			remaining--
+			r.commit(ctx, t)
+			if t.err != nil && !isInterrupt(t.err) {
+				// A failed task stops its siblings; those that finish
+				// anyway are still committed.
+				cancel()
+			}
+		case <-ctx.Done():
+			// Return promptly; tasks still running see the cancelled
+			// context and their results are dropped (their goroutines
+			// still own them, so they are left alone: see finishedTasks).
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// commit records a finished task: its pending writes and its events.
+func (r *run) commit(ctx context.Context, t *task) {
+	t.committed = true
+	var pc *parentCommand
+	if errors.As(t.err, &pc) {
+		return
+	}
+	if r.saver != nil && r.opts.Durability != DurabilityExit {
+		if pws, err := taskPendingWrites(t); err == nil {
+			r.putWrites(ctx, t.id, pws)
+		}
+	}
+	if t.node.hidden {
+		return
+	}
+	switch {
+	case isInterrupt(t.err):
+		r.emitUpdate("__interrupt__", Update{}, t, false)
+		// As in LangGraph, the state so far, with the interrupts (a
+		// static interrupt in a subgraph has none, and emits no state).
+		if len(t.interrupts) > 0 {
+			r.emitValues(t.interrupts)
+		}
+	case t.err == nil:
+		// The node's new messages stream as it ends, before its update.
+		r.emitWrittenMessages(t)
+		r.emitUpdate(t.name, t.update, t, false)
+	}
+	r.emitTaskResult(t)
+}
+
+// stepError picks the error that failed a step: the first failed task's in
+// task order, preferring a real failure over the cancellation that failure
+// caused in the tasks running beside it.
+func stepError(tasks []*task) error {
+	var first error
+	for _, t := range tasks {
+		if t.err == nil || isInterrupt(t.err) {
+			continue
+		}
+		if !errors.Is(t.err, context.Canceled) {
+			return t.err
+		}
+		if first == nil {
+			first = t.err
+		}
+	}
+	return first
+}
+
+// finishedTasks keeps the tasks that finished. When a run is cancelled in
+// the middle of a step, the others are still running on their own
+// goroutines and must not be read or written.
+func finishedTasks(tasks []*task) []*task {
+	var out []*task
+	for _, t := range tasks {
+		if t.committed || t.done {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func isInterrupt(err error) bool {
+	var is *interruptSignal
+	return errors.As(err, &is)
+}
+
+// stateWrites keeps the writes to state channels.
+func stateWrites(g *Graph, ws []write) []write {
+	var out []write
+	for _, w := range ws {
+		if slices.Contains(g.stateKeys, w.ch) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------- tasks
+
+type taskCtxKey struct{}
+
+// taskCtx is what a node's context carries about its task.
+type taskCtx struct {
+	r       *run
+	t       *task
+	count   int
+	attempt int
+}
+
+func taskFrom(ctx context.Context) *taskCtx {
+	tc, _ := ctx.Value(taskCtxKey{}).(*taskCtx)
+	return tc
+}
+
+// execTask runs a task's node with its retry policy, timeout and error
+// handler, and computes its writes.
+func (r *run) execTask(ctx context.Context, t *task) {
+	if t.name == START {
+		u := Update{writes: t.writes}
+		t.writes = nil
+		t.err = r.routeWrites(ctx, t, u)
+		return
+	}
+	tc := &taskCtx{r: r, t: t}
+	ctx = context.WithValue(ctx, taskCtxKey{}, tc)
+	if r.cacheHit(ctx, t) {
+		return
+	}
+	var policy RetryPolicy
+	if t.node.opts.Retry != nil {
+		policy = t.node.opts.Retry.withDefaults()
+	}
+	for attempt := 1; ; attempt++ {
+		tc.attempt, tc.count = attempt, 0
+		t.writes, t.interrupts = nil, nil
+		u, err := r.callNode(ctx, t)
+		if err == nil {
+			err = r.routeWrites(ctx, t, u)
+			if err == nil {
+				t.update = u
+				t.err = nil
+				r.cacheStore(ctx, t)
+				return
+			}
+		}
+		t.err = err
+		if isInterrupt(err) || isParent(err) || t.node.opts.Retry == nil ||
+			attempt >= policy.MaxAttempts || !policy.RetryOn(err) || ctx.Err() != nil {
+			break
+		}
+		wait := backoff(policy, attempt)
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			t.err = ctx.Err()
+			return
+		}
+	}
+	if t.err != nil && !isInterrupt(t.err) && !isParent(t.err) && t.node.opts.OnError != nil {
+		u, herr := t.node.opts.OnError(ctx, t.input, t.err)
+		if herr == nil {
+			// The handler stands in for the node, not for its routing: its
+			// writes and Gotos apply, the failed node's edges do not fire.
+			t.handled = true
+			if herr = r.routeWrites(ctx, t, u); herr == nil {
+				t.update, t.err = u, nil
+				return
+			}
+		}
+		t.err = &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("error handler failed: %w (handling: %v)", herr, t.err)}
+	}
+}
+
+func isParent(err error) bool {
+	var pc *parentCommand
+	return errors.As(err, &pc)
+}
+
+func backoff(p RetryPolicy, attempt int) time.Duration {
+	d := float64(p.InitialInterval)
+	for i := 1; i < attempt; i++ {
+		d *= p.BackoffFactor
+	}
+	d = min(d, float64(p.MaxInterval))
+	if !p.NoJitter {
+		d += rand.Float64() * d / 4
+	}
+	return time.Duration(d)
+}
+
+// DefaultRetryOn retries every error except programming errors: panics,
+// invalid updates or graphs, bad input, and cancellation.
+func DefaultRetryOn(err error) bool {
+	var pe *PanicError
+	switch {
+	case errors.As(err, &pe),
+		errors.Is(err, ErrInvalidUpdate),
+		errors.Is(err, ErrInvalidGraph),
+		errors.Is(err, ErrInvalidInput),
+		errors.Is(err, ErrNoCheckpointer),
+		errors.Is(err, context.Canceled):
+		return false
+	}
+	return true
+}
+
+// callNode runs one attempt of a node, turning panics into errors and
+// enforcing its timeout.
+func (r *run) callNode(ctx context.Context, t *task) (Update, error) {
+	timeout := t.node.opts.Timeout
+	if timeout <= 0 {
+		return r.callSafely(ctx, t)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrNodeTimeout)
+	defer cancel()
+	type result struct {
+		u   Update
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		u, err := r.callSafely(ctx, t)
+		ch <- result{u, err}
+	}()
+	select {
+	case res := <-ch:
+		if res.err != nil && errors.Is(context.Cause(ctx), ErrNodeTimeout) {
+			return Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w after %v: %w", ErrNodeTimeout, timeout, res.err)}
+		}
+		return res.u, res.err
+	case <-ctx.Done():
+		if errors.Is(context.Cause(ctx), ErrNodeTimeout) {
+			return Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)}
+		}
+		return Update{}, ctx.Err()
+	}
+}
+
+func (r *run) callSafely(ctx context.Context, t *task) (u Update, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &NodeError{Node: t.name, TaskID: t.id, Err: &PanicError{Value: p, Stack: debug.Stack()}}
+		}
+	}()
+	if t.node.sub != nil {
+		u, err = r.runSubgraph(ctx, t)
+	} else {
+		u, err = t.node.fn(ctx, t.input)
+	}
+	if err != nil && !isInterrupt(err) && !isParent(err) {
+		var ne *NodeError
+		if !errors.As(err, &ne) || ne.TaskID != t.id {
+			err = &NodeError{Node: t.name, TaskID: t.id, Err: err}
+		}
+	}
+	return u, err
+}
+
+// routeWrites turns a node's update into channel writes: its state writes,
+// gotos and Sends, then its edges and the choices of its conditional edges.
+func (r *run) routeWrites(ctx context.Context, t *task, u Update) error {
+	if u.parent != nil {
+		return &parentCommand{u: *u.parent}
+	}
+	n := t.node
+	nodeName := t.name
+	ws := make([]write, 0, len(u.writes)+len(u.gotos)+len(u.sends)+1)
+	for _, w := range u.writes {
+		if n == nil || !n.hidden {
+			if !slices.Contains(r.g.stateKeys, w.ch) {
+				return &NodeError{Node: nodeName, TaskID: t.id, Err: fmt.Errorf("%w: wrote to channel %q, which the graph does not have (its channels: %s)", ErrInvalidUpdate, w.ch, strings.Join(r.g.stateKeys, ", "))}
+			}
+		}
+		ws = append(ws, w)
+	}
+	for _, to := range u.gotos {
+		if to == END {
+			continue
+		}
+		if r.g.nodes[to] == nil || to == START {
+			return &NodeError{Node: nodeName, TaskID: t.id, Err: fmt.Errorf("%w: Goto names unknown node %q", ErrInvalidUpdate, to)}
+		}
+		ws = append(ws, write{triggerName(to), true})
+	}
+	for _, sd := range u.sends {
+		if err := r.checkSend(sd); err != nil {
+			return &NodeError{Node: nodeName, TaskID: t.id, Err: err}
+		}
+		ws = append(ws, write{checkpoint.TasksChannel, sd})
+	}
+	if n != nil && !t.handled {
+		ws = append(ws, n.edges...)
+		if len(n.branches) > 0 {
+			local, err := r.localState(ws)
+			if err != nil {
+				return &NodeError{Node: nodeName, TaskID: t.id, Err: err}
+			}
+			for _, br := range n.branches {
+				route, err := br.router(ctx, local)
+				if err != nil {
+					return &NodeError{Node: nodeName, TaskID: t.id, Err: fmt.Errorf("conditional edge: %w", err)}
+				}
+				bw, err := r.branchWrites(br, route)
+				if err != nil {
+					return &NodeError{Node: nodeName, TaskID: t.id, Err: err}
+				}
+				ws = append(ws, bw...)
+			}
+		}
+	}
+	t.writes = ws
+	return nil
+}
+
+func (r *run) checkSend(sd Send) error {
+	if sd.Node == END {
+		return fmt.Errorf("%w: cannot Send to END", ErrInvalidUpdate)
+	}
+	if r.g.nodes[sd.Node] == nil || sd.Node == START {
+		return fmt.Errorf("%w: Send names unknown node %q", ErrInvalidUpdate, sd.Node)
+	}
+	return nil
+}
+
+func (r *run) branchWrites(br *branchSpec, route Route) ([]write, error) {
+	var ws []write
+	for _, name := range route.nodes {
+		dest := name
+		if br.pathMap != nil {
+			d, ok := br.pathMap[name]
+			if !ok {
+				return nil, fmt.Errorf("%w: the router of conditional edges from %q returned %q, which is not a key of its path map (keys: %s)", ErrInvalidUpdate, br.from, name, strings.Join(sortedKeys(br.pathMap), ", "))
+			}
+			dest = d
+		}
+		if dest == END {
+			continue
+		}
+		if r.g.nodes[dest] == nil || dest == START {
+			return nil, fmt.Errorf("%w: the router of conditional edges from %q returned unknown node %q", ErrInvalidUpdate, br.from, dest)
+		}
+		ws = append(ws, write{triggerName(dest), true})
+	}
+	for _, sd := range route.sends {
+		if err := r.checkSend(sd); err != nil {
+			return nil, err
+		}
+		ws = append(ws, write{checkpoint.TasksChannel, sd})
+	}
+	return ws, nil
+}
+
+// localState is the step's state with only these writes applied, which is
+// what a conditional edge sees.
+func (r *run) localState(ws []write) (State, error) {
+	base := r.state()
+	var order []string
+	byCh := map[string][]any{}
+	for _, w := range ws {
+		if !slices.Contains(r.g.stateKeys, w.ch) {
+			continue
+		}
+		if _, ok := byCh[w.ch]; !ok {
+			order = append(order, w.ch)
+		}
+		byCh[w.ch] = append(byCh[w.ch], w.v)
+	}
+	if len(order) == 0 {
+		return base, nil
+	}
+	m := make(map[string]any, len(base.values)+len(order))
+	for k, v := range base.values {
+		m[k] = v
+	}
+	for _, ch := range order {
+		s := r.slots[ch].clone()
+		if _, err := s.update(ch, byCh[ch]); err != nil {
+			return State{}, err
+		}
+		if v, ok := s.get(); ok {
+			m[ch] = v
+		} else {
+			delete(m, ch)
+		}
+	}
+	return State{values: m}, nil
+}
+
+// runSubgraph runs a subgraph node: the parent's state for the channels they
+// share goes in, the subgraph's output channels come back as writes.
+func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
+	sub := t.node.sub
+	in := Update{input: true}
+	for _, k := range sub.inputKeys {
+		if v, ok := t.input.values[k]; ok {
+			in.writes = append(in.writes, write{k, v})
+		}
+	}
+	opts := r.opts
+	opts.CheckpointID = ""
+	opts.InterruptBefore, opts.InterruptAfter = nil, nil
+	child := &run{
+		g:       sub,
+		opts:    opts,
+		saver:   sub.saver,
+		ns:      t.ns,
+		path:    append(slices.Clip(r.path), t.name+":"+t.id),
+		sub:     true,
+		before:  sub.before,
+		after:   sub.after,
+		modes:   r.modes,
+		resume:  r.resume,
+		persist: r.persist,
+	}
+	if child.saver == nil {
+		child.saver = r.saver
+	}
+	if child.saver != r.saver {
+		child.persist = nil
+	}
+	child.parents = make(map[string]string, len(r.parents)+1)
+	for k, v := range r.parents {
+		child.parents[k] = v
+	}
+	child.parents[r.ns] = r.cpID
+	emit := t.emit
+	subgraphs := r.opts.Subgraphs
+	child.emit = func(ev Event) bool {
+		// As in LangGraph, a subgraph's events (its messages too) reach
+		// the stream only when RunOptions.Subgraphs asks for them.
+		if !subgraphs {
+			return true
+		}
+		return emit(ev)
+	}
+	out, err := child.execute(ctx, in)
+	var pc *parentCommand
+	if errors.As(err, &pc) {
+		// A node of the subgraph addressed this graph (ToParent): as in
+		// LangGraph, its writes and gotos are this node's result, so they
+		// apply here and this node's edges fire too.
+		return pc.u, nil
+	}
+	if err != nil {
+		return Update{}, err
+	}
+	if out.interrupted {
+		// The subgraph's interrupts are this task's: they are saved with
+		// it, streamed, and answered when the parent resumes.
+		t.interrupts = out.interrupts
+		return Update{}, &interruptSignal{interrupts: out.interrupts}
+	}
+	u := Update{input: true}
+	for _, k := range sub.outputKeys {
+		if v, ok := out.state.values[k]; ok && slices.Contains(r.g.stateKeys, k) {
+			u.writes = append(u.writes, write{k, v})
+		}
+	}
+	return u, nil
+}
+
+// ---------------------------------------------------------------- node API
+
+// Interrupt stops the node to ask a human: the run ends, surfacing value,
+// and the node returns the error Interrupt gives it. When the run is resumed
+// with graph.Resume, the node runs again from its top, and this call (the
+// k-th Interrupt call of the node) returns the k-th resume value, decoded
+// into T. It needs a checkpointer.
+func Interrupt[T any](ctx context.Context, value any) (T, error) {
+	var zero T
+	tc := taskFrom(ctx)
+	if tc == nil {
+		return zero, fmt.Errorf("%w: graph.Interrupt was called outside a running node", ErrInvalidInput)
+	}
+	r, t := tc.r, tc.t
+	if r.saver == nil {
+		return zero, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: graph.Interrupt needs a checkpointer to save the run while it waits: compile the graph with CompileOptions.Checkpointer (checkpoint.NewMemory() for tests)", ErrNoCheckpointer)}
+	}
+	k := tc.count
+	tc.count++
+	var raw json.RawMessage
+	switch {
+	case k < len(t.resumes):
+		raw = t.resumes[k]
+	default:
+		id := hashID(t.ns)
+		v, ok := r.resume.take(id)
+		if !ok {
+			t.interrupts = []Interruption{{ID: id, Value: value}}
+			return zero, &interruptSignal{interrupts: t.interrupts}
+		}
+		t.resumes = append(t.resumes, v)
+		raw = v
+	}
+	var out T
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return zero, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: resume value %s does not decode into %T: %v", ErrInvalidInput, raw, out, err)}
+	}
+	return out, nil
+}
+
+// RemainingSteps returns how many supersteps the run may still take,
+// counting the current one (LangGraph's RemainingSteps).
+func RemainingSteps(ctx context.Context) int {
+	tc := taskFrom(ctx)
+	if tc == nil {
+		return 0
+	}
+	return tc.r.stop - tc.r.step
+}
+
+// IsLastStep reports whether the current superstep is the last the
+// recursion limit allows (LangGraph's IsLastStep).
+func IsLastStep(ctx context.Context) bool {
+	tc := taskFrom(ctx)
+	return tc != nil && tc.r.step == tc.r.stop-1
+}
+
+// TaskInfo describes the running task to its node.
+type TaskInfo struct {
+	Node      string
+	TaskID    string
+	Step      int
+	Attempt   int
+	Namespace string
+	ThreadID  string
+}
+
+// CurrentTask returns what the running node's context says about its task;
+// ok is false outside a node.
+func CurrentTask(ctx context.Context) (TaskInfo, bool) {
+	tc := taskFrom(ctx)
+	if tc == nil {
+		return TaskInfo{}, false
+	}
+	return TaskInfo{
+		Node: tc.t.name, TaskID: tc.t.id, Step: tc.r.step, Attempt: tc.attempt,
+		Namespace: tc.t.ns, ThreadID: tc.r.opts.ThreadID,
+	}, true
+}

@@ -1,0 +1,133 @@
+package graph
+
+import (
+	"fmt"
+	"time"
+)
+
+// Durability says when a run's checkpoints reach the checkpointer.
+type Durability string
+
+// Durability modes.
+const (
+	// DurabilityAsync saves each step's checkpoint in the background while
+	// the next step runs; writes are saved in order and all are saved
+	// before the run returns. The default.
+	DurabilityAsync Durability = "async"
+	// DurabilitySync saves each step's checkpoint before the next starts.
+	DurabilitySync Durability = "sync"
+	// DurabilityExit saves only when the run ends: finished, failed or
+	// interrupted. Fastest; a crash mid-run loses the run's progress.
+	DurabilityExit Durability = "exit"
+)
+
+// DefaultRecursionLimit is the number of supersteps a run may take unless
+// RunOptions.RecursionLimit says otherwise.
+const DefaultRecursionLimit = 25
+
+// RunOptions configures one run (LangGraph's config).
+type RunOptions struct {
+	// ThreadID names the conversation whose checkpoints the run reads and
+	// writes. Required when the graph has a checkpointer.
+	ThreadID string
+	// CheckpointID starts from this checkpoint instead of the thread's
+	// latest: replay (with no input) or fork (with UpdateState).
+	CheckpointID string
+	// RecursionLimit caps the supersteps of the run (default 25).
+	RecursionLimit int
+	// StreamModes chooses the events Stream yields (default: updates).
+	StreamModes []StreamMode
+	// Subgraphs includes the events of subgraphs, with their namespace.
+	Subgraphs bool
+	// Durability says when checkpoints are saved (default: async).
+	Durability Durability
+	// MaxConcurrency caps the tasks of one step that run at once; 0 means
+	// no cap.
+	MaxConcurrency int
+	// InterruptBefore and InterruptAfter, when set, replace the graph's.
+	InterruptBefore, InterruptAfter []string
+	// Metadata is stored with every checkpoint of the run.
+	Metadata map[string]any
+}
+
+func (o RunOptions) withDefaults() (RunOptions, error) {
+	if o.RecursionLimit == 0 {
+		o.RecursionLimit = DefaultRecursionLimit
+	}
+	if o.RecursionLimit < 1 {
+		return o, fmt.Errorf("%w: RecursionLimit must be at least 1, got %d", ErrInvalidInput, o.RecursionLimit)
+	}
+	switch o.Durability {
+	case "":
+		o.Durability = DurabilityAsync
+	case DurabilityAsync, DurabilitySync, DurabilityExit:
+	default:
+		return o, fmt.Errorf("%w: unknown Durability %q; expected %q, %q or %q", ErrInvalidInput, o.Durability, DurabilityAsync, DurabilitySync, DurabilityExit)
+	}
+	if o.MaxConcurrency < 0 {
+		return o, fmt.Errorf("%w: MaxConcurrency must be 0 (no cap) or positive, got %d", ErrInvalidInput, o.MaxConcurrency)
+	}
+	for _, m := range o.StreamModes {
+		if _, ok := modeBits[m]; !ok {
+			return o, fmt.Errorf("%w: unknown stream mode %q; expected one of values, updates, messages, custom, tasks, checkpoints, debug", ErrInvalidInput, m)
+		}
+	}
+	return o, nil
+}
+
+func oneRunOpt(opts []RunOptions) (RunOptions, error) {
+	if len(opts) > 1 {
+		return RunOptions{}, fmt.Errorf("%w: pass at most one RunOptions, got %d", ErrInvalidInput, len(opts))
+	}
+	var o RunOptions
+	if len(opts) == 1 {
+		o = opts[0]
+	}
+	return o.withDefaults()
+}
+
+// RetryPolicy retries a failing node with exponential backoff.
+type RetryPolicy struct {
+	// InitialInterval is the wait before the first retry (default 0.5s).
+	InitialInterval time.Duration
+	// BackoffFactor multiplies the wait after each retry (default 2).
+	BackoffFactor float64
+	// MaxInterval caps the wait (default 128s).
+	MaxInterval time.Duration
+	// MaxAttempts counts the first attempt too (default 3).
+	MaxAttempts int
+	// NoJitter turns off the random extra wait (up to a quarter of the
+	// interval) that keeps many failing runs from retrying in lockstep.
+	NoJitter bool
+	// RetryOn decides whether an error is worth retrying (default:
+	// DefaultRetryOn).
+	RetryOn func(error) bool
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.InitialInterval == 0 {
+		p.InitialInterval = 500 * time.Millisecond
+	}
+	if p.BackoffFactor == 0 {
+		p.BackoffFactor = 2
+	}
+	if p.MaxInterval == 0 {
+		p.MaxInterval = 128 * time.Second
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = 3
+	}
+	if p.RetryOn == nil {
+		p.RetryOn = DefaultRetryOn
+	}
+	return p
+}
+
+// CachePolicy caches a node's writes by a key computed from its input.
+type CachePolicy struct {
+	// Key computes the cache key from the node's input; nil uses the
+	// input's JSON form.
+	Key func(s State) (string, error)
+	// TTL is how long an entry lives; 0 means forever.
+	TTL time.Duration
+}

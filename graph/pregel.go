@@ -1,0 +1,980 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
+)
+
+// interruptKey is the versions_seen entry that records what static
+// interrupts have already stopped for.
+const interruptKey = checkpoint.InterruptChannel
+
+// run is one execution of a graph (or of a subgraph inside a parent task).
+type run struct {
+	g     *Graph
+	opts  RunOptions
+	saver *checkpoint.Saver
+	ns    string   // checkpoint namespace: "" for the root
+	path  []string // ns split on "|", for events
+	// parents maps ancestor namespaces to their current checkpoint ids.
+	parents map[string]string
+	sub     bool
+	before  map[string]bool
+	after   map[string]bool
+
+	slots    map[string]slot
+	versions map[string]int64
+	seen     map[string]map[string]int64
+	maxVer   int64
+	// updated lists the channels the last step changed; all means unknown
+	// (restored from a checkpoint without the list).
+	updated    []string
+	updatedAll bool
+
+	// The current checkpoint: id, time, metadata, and its parent's id.
+	cpID     string
+	cpTS     time.Time
+	cpMeta   checkpoint.Metadata
+	cpParent string
+	cpSaved  bool
+	// lastSaved is the id of the newest checkpoint the saver has.
+	lastSaved string
+	// saved records each channel's version in the newest saved checkpoint.
+	saved map[string]int64
+	// pending are the current checkpoint's pending writes.
+	pending []checkpoint.PendingWrite
+
+	step, stop int
+	snapshot   *State
+	resume     *resumeState
+	replaying  bool
+
+	emit    func(Event) bool
+	modes   modeSet
+	persist *persister
+	// stopped is set when the consumer of a stream stopped reading.
+	stopped bool
+}
+
+// resumeState holds the resume values of one invocation, shared by the
+// root run and its subgraphs.
+type resumeState struct {
+	mu    sync.Mutex
+	value json.RawMessage
+	has   bool
+	used  bool
+	byID  map[string]json.RawMessage
+}
+
+func (rs *resumeState) take(id string) (json.RawMessage, bool) {
+	if rs == nil {
+		return nil, false
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if v, ok := rs.byID[id]; ok {
+		delete(rs.byID, id)
+		return v, true
+	}
+	if rs.has && !rs.used {
+		rs.used = true
+		return rs.value, true
+	}
+	return nil, false
+}
+
+type taskKind uint8
+
+const (
+	pullTask taskKind = iota
+	pushTask
+)
+
+type task struct {
+	id       string
+	name     string
+	node     *node
+	kind     taskKind
+	idx      int
+	input    State
+	triggers []string
+	// ns is the task's own namespace: its subgraph's, and its interrupts'.
+	ns string
+
+	update     Update
+	writes     []write
+	err        error
+	interrupts []Interruption
+	resumes    []json.RawMessage
+	// done means the writes came from pending writes or the cache.
+	done   bool
+	cached bool
+	emit   func(Event) bool
+	// streamed holds the ids of messages the node streamed itself.
+	streamed map[string]bool
+	// handled is set when OnError's update stands in for the node's.
+	handled bool
+	// committed is set by the loop goroutine when the task finished and
+	// was committed; a task still running when its run is cancelled is
+	// never touched again by the run.
+	committed bool
+}
+
+// Interruption is a question a node asked a human with graph.Interrupt.
+type Interruption struct {
+	// ID identifies the interrupt for ResumeByID.
+	ID string `json:"id"`
+	// Value is what the node passed to Interrupt. After a restore from a
+	// checkpoint it is the value's JSON-decoded form.
+	Value any `json:"value"`
+}
+
+func (g *Graph) newRun(opts RunOptions) (*run, error) {
+	r := &run{
+		g:      g,
+		opts:   opts,
+		saver:  g.saver,
+		before: g.before,
+		after:  g.after,
+		modes:  modesOf(opts.StreamModes),
+	}
+	if opts.InterruptBefore != nil {
+		r.before = toSet(opts.InterruptBefore)
+	}
+	if opts.InterruptAfter != nil {
+		r.after = toSet(opts.InterruptAfter)
+	}
+	for _, set := range []map[string]bool{r.before, r.after} {
+		for n := range set {
+			if n != All && g.nodes[n] == nil {
+				return nil, fmt.Errorf("%w: interrupt names unknown node %q", ErrInvalidInput, n)
+			}
+		}
+	}
+	if r.saver != nil && opts.ThreadID == "" {
+		return nil, fmt.Errorf("%w: the graph has a checkpointer, so RunOptions.ThreadID is required", ErrInvalidInput)
+	}
+	return r, nil
+}
+
+func (r *run) reset() {
+	r.slots = make(map[string]slot, len(r.g.decls))
+	for name, d := range r.g.decls {
+		r.slots[name] = d.newSlot()
+	}
+	r.versions = make(map[string]int64)
+	r.seen = make(map[string]map[string]int64)
+	r.saved = make(map[string]int64)
+	r.maxVer = 0
+	r.step = -1
+	r.cpMeta = checkpoint.Metadata{Step: -2}
+	r.cpID = checkpoint.NewID()
+}
+
+func (r *run) cfg() checkpoint.Config {
+	return checkpoint.Config{ThreadID: r.opts.ThreadID, Namespace: r.ns}
+}
+
+// load restores the run from the saver: the given checkpoint or the latest.
+func (r *run) load(ctx context.Context, checkpointID string) (*checkpoint.Tuple, error) {
+	r.reset()
+	if r.saver == nil {
+		return nil, nil
+	}
+	c := r.cfg()
+	c.CheckpointID = checkpointID
+	tp, err := r.saver.Get(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if tp == nil {
+		return nil, nil
+	}
+	if err := r.restore(tp); err != nil {
+		return nil, err
+	}
+	return tp, nil
+}
+
+func (r *run) restore(tp *checkpoint.Tuple) error {
+	cp := tp.Checkpoint
+	for ch, data := range cp.Values {
+		s, ok := r.slots[ch]
+		if !ok {
+			// A channel the graph no longer has: its value is kept in
+			// storage but not loaded.
+			continue
+		}
+		if err := s.unmarshal(data); err != nil {
+			return fmt.Errorf("graph: cannot decode channel %q of %s: %w", ch, tp.Config, err)
+		}
+	}
+	r.versions = maps.Clone(cp.Versions)
+	if r.versions == nil {
+		r.versions = map[string]int64{}
+	}
+	for _, v := range r.versions {
+		r.maxVer = max(r.maxVer, v)
+	}
+	r.seen = make(map[string]map[string]int64, len(cp.VersionsSeen))
+	for k, v := range cp.VersionsSeen {
+		r.seen[k] = maps.Clone(v)
+	}
+	r.saved = maps.Clone(r.versions)
+	for ch := range r.versions {
+		if a, ok := r.slots[ch].(interface{ markSaved() }); ok {
+			a.markSaved()
+		}
+	}
+	r.updated = cp.UpdatedChannels
+	r.updatedAll = cp.UpdatedChannels == nil
+	r.cpID, r.cpTS, r.cpMeta = cp.ID, cp.TS, tp.Metadata
+	if tp.Parent != nil {
+		r.cpParent = tp.Parent.CheckpointID
+	}
+	r.cpSaved = true
+	r.lastSaved = cp.ID
+	r.pending = tp.PendingWrites
+	r.step = tp.Metadata.Step + 1
+	r.snapshot = nil
+	return nil
+}
+
+// state returns the step's state view of the graph's state channels.
+func (r *run) state() State {
+	if r.snapshot != nil {
+		return *r.snapshot
+	}
+	m := make(map[string]any, len(r.g.stateKeys))
+	for _, k := range r.g.stateKeys {
+		if v, ok := r.slots[k].get(); ok {
+			m[k] = v
+		}
+	}
+	s := State{values: m}
+	r.snapshot = &s
+	return s
+}
+
+func (r *run) output(interrupts []Interruption) State {
+	st := r.state()
+	if len(r.g.outputKeys) != len(r.g.stateKeys) {
+		m := make(map[string]any, len(r.g.outputKeys))
+		for _, k := range r.g.outputKeys {
+			if v, ok := st.values[k]; ok {
+				m[k] = v
+			}
+		}
+		st = State{values: m}
+	}
+	st.interrupts = interrupts
+	return st
+}
+
+// ---------------------------------------------------------------- ids
+
+func hashID(parts ...string) string {
+	h := fnv.New128a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	var b [16]byte
+	sum := h.Sum(b[:0])
+	// Shape it as a version-8 UUID so it reads like the other ids.
+	sum[6] = (sum[6] & 0x0f) | 0x80
+	sum[8] = (sum[8] & 0x3f) | 0x80
+	const hexd = "0123456789abcdef"
+	out := make([]byte, 36)
+	j := 0
+	for i, c := range sum {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hexd[c>>4], hexd[c&0xf]
+		j += 2
+	}
+	return string(out)
+}
+
+func (r *run) taskNS(name, id string) string {
+	own := name + ":" + id
+	if r.ns == "" {
+		return own
+	}
+	return r.ns + "|" + own
+}
+
+// ---------------------------------------------------------------- prepare
+
+// prepare computes the tasks of the next step from the channels.
+func (r *run) prepare() []*task {
+	var tasks []*task
+	stepStr := strconv.Itoa(r.step)
+	st := r.state()
+	// PULL: nodes whose triggers changed since they last ran.
+	var candidates []*node
+	if r.updatedAll {
+		candidates = r.g.nodeList
+	} else {
+		for _, ch := range r.updated {
+			for _, n := range r.g.triggers[ch] {
+				if !slices.Contains(candidates, n) {
+					candidates = append(candidates, n)
+				}
+			}
+		}
+		sort.Slice(candidates, func(i, j int) bool { return candidates[i].name < candidates[j].name })
+	}
+	for _, n := range candidates {
+		if !r.triggered(n) {
+			continue
+		}
+		id := hashID(r.cpID, r.ns, stepStr, n.name, "pull")
+		t := &task{id: id, name: n.name, node: n, kind: pullTask, input: st, triggers: n.triggers}
+		t.ns = r.taskNS(n.name, id)
+		if n.name == START {
+			ws, _ := r.slots[START].get()
+			t.input = State{}
+			t.writes, _ = ws.([]write)
+		}
+		tasks = append(tasks, t)
+	}
+	// PUSH: the Sends of the last step.
+	if v, ok := r.slots[checkpoint.TasksChannel].get(); ok {
+		for i, sd := range v.([]Send) {
+			n := r.g.nodes[sd.Node]
+			if n == nil {
+				continue
+			}
+			id := hashID(r.cpID, r.ns, stepStr, n.name, "push", strconv.Itoa(i))
+			t := &task{id: id, name: n.name, node: n, kind: pushTask, idx: i}
+			t.ns = r.taskNS(n.name, id)
+			t.input = r.sendInput(n, sd.Arg)
+			tasks = append(tasks, t)
+		}
+	}
+	return tasks
+}
+
+func (r *run) triggered(n *node) bool {
+	seen := r.seen[n.name]
+	for _, ch := range n.triggers {
+		v := r.versions[ch]
+		if v == 0 || v <= seen[ch] {
+			continue
+		}
+		if _, ok := r.slots[ch].get(); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// sendInput builds the state a Send's task sees: the Send's writes applied
+// to fresh channels.
+func (r *run) sendInput(n *node, arg Update) State {
+	m := make(map[string]any, len(arg.writes))
+	byCh := map[string][]any{}
+	var order []string
+	for _, w := range arg.writes {
+		if _, ok := byCh[w.ch]; !ok {
+			order = append(order, w.ch)
+		}
+		byCh[w.ch] = append(byCh[w.ch], w.v)
+	}
+	for _, ch := range order {
+		d := r.g.decl(n.name, ch)
+		if d == nil {
+			// Undeclared: pass the last value through as it is.
+			vs := byCh[ch]
+			m[ch] = vs[len(vs)-1]
+			continue
+		}
+		s := d.newSlot()
+		if _, err := s.update(ch, byCh[ch]); err == nil {
+			if v, ok := s.get(); ok {
+				m[ch] = v
+			}
+		}
+	}
+	return State{values: m}
+}
+
+// matchPending gives tasks the writes saved for them in the current
+// checkpoint, so tasks that already succeeded are not run again.
+func (r *run) matchPending(tasks []*task) error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	byID := make(map[string]*task, len(tasks))
+	for _, t := range tasks {
+		byID[t.id] = t
+	}
+	for _, pw := range r.pending {
+		t := byID[pw.TaskID]
+		if t == nil {
+			continue
+		}
+		switch pw.Channel {
+		case checkpoint.ErrorChannel, checkpoint.InterruptChannel:
+		case checkpoint.ResumeChannel:
+			if r.replaying {
+				continue
+			}
+			var vals []json.RawMessage
+			if err := json.Unmarshal(pw.Value, &vals); err != nil {
+				return fmt.Errorf("graph: cannot decode resume values of task %s in %s: %w", t.id, r.cfg(), err)
+			}
+			t.resumes = vals
+		case noWrites:
+			if !r.replaying {
+				t.done = true
+			}
+		default:
+			if r.replaying {
+				continue
+			}
+			ws, err := r.g.decodeWrites(t.name, []encodedWrite{{pw.Channel, pw.Value}})
+			if err != nil {
+				return fmt.Errorf("graph: pending write of task %s in %s: %w", t.id, r.cfg(), err)
+			}
+			t.done = true
+			t.writes = append(t.writes, ws...)
+		}
+	}
+	return nil
+}
+
+// noWrites marks a task that succeeded without writing anything.
+const noWrites = "__no_writes__"
+
+// ---------------------------------------------------------------- apply
+
+func taskLess(a, b *task) bool {
+	if a.kind != b.kind {
+		return a.kind == pullTask
+	}
+	if a.kind == pullTask {
+		return a.name < b.name
+	}
+	return a.idx < b.idx
+}
+
+// apply folds the writes of a finished step into the channels. It returns
+// the channels that changed.
+func (r *run) apply(tasks []*task, bumpStep bool) error {
+	sorted := slices.Clone(tasks)
+	sort.SliceStable(sorted, func(i, j int) bool { return taskLess(sorted[i], sorted[j]) })
+	for _, t := range sorted {
+		if len(t.triggers) == 0 {
+			continue
+		}
+		seen := r.seen[t.name]
+		if seen == nil {
+			seen = make(map[string]int64, len(t.triggers))
+			r.seen[t.name] = seen
+		}
+		for _, ch := range t.triggers {
+			if v, ok := r.versions[ch]; ok {
+				seen[ch] = v
+			}
+		}
+	}
+	next := r.maxVer + 1
+	var updated []string
+	bumped := false
+	bump := func(ch string) {
+		r.versions[ch] = next
+		bumped = true
+		// As in LangGraph, a channel still unavailable after the change (a
+		// deferred node's trigger before finish, a join still waiting, a
+		// consumed trigger) does not count as updated: it triggers nothing
+		// yet, so it must not hold back the release of deferred nodes.
+		if _, ok := r.slots[ch].get(); !ok {
+			return
+		}
+		if !slices.Contains(updated, ch) {
+			updated = append(updated, ch)
+		}
+	}
+	for _, t := range sorted {
+		for _, ch := range t.triggers {
+			if ch == interruptKey {
+				continue
+			}
+			if s, ok := r.slots[ch]; ok && s.consume() {
+				bump(ch)
+			}
+		}
+	}
+	// Group writes by channel, keeping task order.
+	var order []string
+	byCh := map[string][]any{}
+	for _, t := range sorted {
+		for _, w := range t.writes {
+			if _, ok := byCh[w.ch]; !ok {
+				order = append(order, w.ch)
+			}
+			byCh[w.ch] = append(byCh[w.ch], w.v)
+		}
+	}
+	for _, ch := range order {
+		s, ok := r.slots[ch]
+		if !ok {
+			continue
+		}
+		changed, err := s.update(ch, byCh[ch])
+		if err != nil {
+			return err
+		}
+		if changed {
+			bump(ch)
+		}
+	}
+	if bumpStep {
+		// Values that last one step (triggers, ephemeral channels, Sends)
+		// clear if nothing wrote them again.
+		var prev []string
+		if r.updatedAll {
+			prev = sortedKeys(r.slots)
+		} else {
+			prev = r.updated
+		}
+		for _, ch := range prev {
+			if _, written := byCh[ch]; written {
+				continue
+			}
+			if s, ok := r.slots[ch]; ok {
+				if changed, _ := s.update(ch, nil); changed {
+					r.versions[ch] = next
+					bumped = true
+				}
+			}
+		}
+		// Nothing left to trigger: release deferred nodes.
+		if !r.triggersAny(updated) {
+			for _, ch := range sortedKeys(r.slots) {
+				if r.slots[ch].finish() {
+					bump(ch)
+				}
+			}
+		}
+	}
+	// Every channel changed in this step got the same next version.
+	if bumped {
+		r.maxVer = next
+	}
+	sort.Strings(updated)
+	r.updated = updated
+	r.updatedAll = false
+	r.snapshot = nil
+	return nil
+}
+
+func (r *run) triggersAny(chs []string) bool {
+	for _, ch := range chs {
+		if len(r.g.triggers[ch]) > 0 {
+			return true
+		}
+		if ch == checkpoint.TasksChannel {
+			return true
+		}
+	}
+	return false
+}
+
+// ---------------------------------------------------------------- checkpoints
+
+// newCheckpoint starts the checkpoint for the step just applied and saves
+// it unless durability is exit.
+func (r *run) newCheckpoint(ctx context.Context, source string) error {
+	r.cpParent = r.lastSaved
+	r.cpID = checkpoint.NewID()
+	r.cpTS = time.Now().UTC()
+	r.cpMeta = checkpoint.Metadata{Source: source, Step: r.step, Parents: r.parents, Extra: r.opts.Metadata}
+	r.cpSaved = false
+	r.pending = nil
+	if r.saver != nil && r.opts.Durability != DurabilityExit {
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// save writes the current checkpoint, with the channels that changed since
+// the last save.
+func (r *run) save(ctx context.Context) error {
+	cp := &checkpoint.Checkpoint{
+		V:               checkpoint.FormatVersion,
+		ID:              r.cpID,
+		TS:              r.cpTS,
+		Versions:        maps.Clone(r.versions),
+		VersionsSeen:    make(map[string]map[string]int64, len(r.seen)),
+		UpdatedChannels: slices.Clone(r.updated),
+	}
+	for k, v := range r.seen {
+		cp.VersionsSeen[k] = maps.Clone(v)
+	}
+	var blobs []checkpoint.Blob
+	enc := &valueEncoder{}
+	for _, ch := range sortedKeys(r.versions) {
+		ver := r.versions[ch]
+		base, had := r.saved[ch]
+		if had && base == ver {
+			continue
+		}
+		s := r.slots[ch]
+		if s == nil {
+			continue
+		}
+		b := checkpoint.Blob{Channel: ch, Version: ver}
+		if a, ok := s.(appender); ok && had {
+			items, ok, err := a.delta()
+			if err != nil {
+				return fmt.Errorf("graph: cannot encode channel %q: %w", ch, err)
+			}
+			if ok {
+				b.Appended, b.BaseVersion = items, base
+				if b.Appended == nil {
+					b.Appended = []json.RawMessage{}
+				}
+			}
+		}
+		if b.Appended == nil {
+			data, ok, err := s.marshal(enc)
+			if err != nil {
+				return fmt.Errorf("graph: cannot encode channel %q: %w", ch, err)
+			}
+			b.Value, b.Empty = data, !ok
+		}
+		if a, ok := s.(appender); ok {
+			a.markSaved()
+		}
+		blobs = append(blobs, b)
+	}
+	c := r.cfg()
+	c.CheckpointID = r.cpParent
+	meta := r.cpMeta
+	r.persist.do(func() error {
+		_, err := r.saver.Put(context.WithoutCancel(ctx), c, cp, meta, blobs)
+		return err
+	})
+	r.saved = maps.Clone(r.versions)
+	r.cpSaved = true
+	r.lastSaved = r.cpID
+	return nil
+}
+
+// putWrites saves a task's writes as pending writes of the current checkpoint.
+func (r *run) putWrites(ctx context.Context, taskID string, pws []checkpoint.PendingWrite) {
+	if r.saver == nil || !r.cpSaved {
+		return
+	}
+	c := r.cfg()
+	c.CheckpointID = r.cpID
+	r.persist.do(func() error {
+		return r.saver.PutWrites(context.WithoutCancel(ctx), c, taskID, pws)
+	})
+}
+
+// taskPendingWrites encodes what a finished task leaves in pending writes.
+func taskPendingWrites(t *task) ([]checkpoint.PendingWrite, error) {
+	var out []checkpoint.PendingWrite
+	switch {
+	case isInterrupt(t.err) && len(t.interrupts) == 0:
+		// A static interrupt inside a subgraph carries no payload: as in
+		// LangGraph, nothing is saved for the task (no error), and it runs
+		// again when the parent continues.
+	case t.err != nil && len(t.interrupts) == 0:
+		msg, _ := json.Marshal(t.err.Error())
+		out = append(out, checkpoint.PendingWrite{Channel: checkpoint.ErrorChannel, Value: msg})
+	case len(t.interrupts) > 0:
+		b, err := json.Marshal(t.interrupts)
+		if err != nil {
+			return nil, fmt.Errorf("graph: cannot encode interrupt value of node %q: %w", t.name, err)
+		}
+		out = append(out, checkpoint.PendingWrite{Channel: checkpoint.InterruptChannel, Value: b})
+	default:
+		ews, err := encodeWrites(t.writes)
+		if err != nil {
+			return nil, fmt.Errorf("graph: node %q: %w", t.name, err)
+		}
+		for _, ew := range ews {
+			out = append(out, checkpoint.PendingWrite{Channel: ew.Channel, Value: ew.Value})
+		}
+		if len(out) == 0 {
+			out = append(out, checkpoint.PendingWrite{Channel: noWrites, Value: json.RawMessage("null")})
+		}
+	}
+	if len(t.resumes) > 0 {
+		b, _ := json.Marshal(t.resumes)
+		out = append(out, checkpoint.PendingWrite{Channel: checkpoint.ResumeChannel, Value: b})
+	}
+	return out, nil
+}
+
+// persister runs saver calls in order, in the background for async
+// durability, and keeps the first error.
+type persister struct {
+	async bool
+	ch    chan func() error
+	done  chan struct{}
+	mu    sync.Mutex
+	err   error
+}
+
+func newPersister(async bool) *persister {
+	p := &persister{async: async}
+	if async {
+		p.ch = make(chan func() error, 64)
+		p.done = make(chan struct{})
+		go func() {
+			defer close(p.done)
+			for f := range p.ch {
+				p.record(f())
+			}
+		}()
+	}
+	return p
+}
+
+func (p *persister) record(err error) {
+	if err == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+}
+
+func (p *persister) do(f func() error) {
+	if p.async {
+		p.ch <- f
+		return
+	}
+	p.record(f())
+}
+
+// close waits for queued saves and returns the first error.
+func (p *persister) close() error {
+	if p.async {
+		close(p.ch)
+		<-p.done
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *persister) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// ---------------------------------------------------------------- input
+
+// pendingInterrupts lists the interrupts saved on the current checkpoint
+// that no resume has answered yet.
+func (r *run) pendingInterrupts() ([]Interruption, error) {
+	// A task that was interrupted, resumed and then finished keeps its old
+	// interrupt write next to its result: that interrupt is answered.
+	finished := map[string]bool{}
+	for _, pw := range r.pending {
+		if !checkpoint.IsSpecialChannel(pw.Channel) {
+			finished[pw.TaskID] = true
+		}
+	}
+	var out []Interruption
+	for _, pw := range r.pending {
+		if pw.Channel != checkpoint.InterruptChannel || finished[pw.TaskID] {
+			continue
+		}
+		var its []Interruption
+		if err := json.Unmarshal(pw.Value, &its); err != nil {
+			return nil, fmt.Errorf("graph: cannot decode interrupt of task %s in %s: %w", pw.TaskID, r.cfg(), err)
+		}
+		out = append(out, its...)
+	}
+	return out, nil
+}
+
+// start applies a run's input: new input starts a new run on the thread; a
+// resume answers pending interrupts; no input continues from the checkpoint.
+func (r *run) start(ctx context.Context, in Update) error {
+	r.stop = r.step + r.opts.RecursionLimit + 1
+	switch {
+	case in.resume != nil:
+		if r.saver == nil {
+			return fmt.Errorf("%w: resuming needs a checkpointer: compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer)
+		}
+		if !r.cpSaved {
+			return fmt.Errorf("%w: thread %q has no checkpoint to resume", ErrInvalidInput, r.opts.ThreadID)
+		}
+		pend, err := r.pendingInterrupts()
+		if err != nil {
+			return err
+		}
+		ids := map[string]bool{}
+		for _, it := range pend {
+			ids[it.ID] = true
+		}
+		rs := &resumeState{}
+		if in.resume.byID != nil {
+			rs.byID = make(map[string]json.RawMessage, len(in.resume.byID))
+			for id, v := range in.resume.byID {
+				if !ids[id] {
+					return fmt.Errorf("%w: ResumeByID names interrupt %q, but the pending interrupts are %v", ErrInvalidInput, id, sortedKeys(ids))
+				}
+				b, err := json.Marshal(v)
+				if err != nil {
+					return fmt.Errorf("%w: resume value for %q cannot be encoded as JSON: %v", ErrInvalidInput, id, err)
+				}
+				rs.byID[id] = b
+			}
+		} else {
+			if len(ids) == 0 {
+				return fmt.Errorf("%w: Resume given, but thread %q has no pending interrupt", ErrInvalidInput, r.opts.ThreadID)
+			}
+			if len(ids) > 1 {
+				return fmt.Errorf("%w: %d interrupts are pending (%s); resume them with graph.ResumeByID and a value per id", ErrInvalidInput, len(ids), strings.Join(sortedKeys(ids), ", "))
+			}
+			b, err := json.Marshal(in.resume.value)
+			if err != nil {
+				return fmt.Errorf("%w: resume value cannot be encoded as JSON: %v", ErrInvalidInput, err)
+			}
+			rs.value, rs.has = b, true
+		}
+		r.resume = rs
+		r.resumeStatic()
+		if len(in.writes) > 0 || len(in.gotos) > 0 || len(in.sends) > 0 {
+			if err := r.applyNullWrites(in); err != nil {
+				return err
+			}
+		}
+		r.emitValues(nil)
+		return nil
+	case in.input || len(in.writes) > 0 || len(in.gotos) > 0 || len(in.sends) > 0:
+		if in.parent != nil {
+			return fmt.Errorf("%w: the input is addressed to a parent graph (ToParent), but this graph has none", ErrInvalidInput)
+		}
+		if err := r.checkInput(in); err != nil {
+			return err
+		}
+		// Tasks the old checkpoint had pending are dropped: their
+		// triggers count as seen.
+		discard := r.prepare()
+		for _, t := range discard {
+			t.writes = nil
+		}
+		// Gotos and Sends in the input leave from START with its writes.
+		startWrites := slices.Clone(in.writes)
+		for _, n := range in.gotos {
+			if n != END {
+				startWrites = append(startWrites, write{triggerName(n), true})
+			}
+		}
+		for _, sd := range in.sends {
+			startWrites = append(startWrites, write{checkpoint.TasksChannel, sd})
+		}
+		inTask := &task{name: "__input__", writes: []write{{START, startWrites}}}
+		if err := r.apply(append(discard, inTask), true); err != nil {
+			return err
+		}
+		if err := r.newCheckpoint(ctx, "input"); err != nil {
+			return err
+		}
+		r.step++
+		return nil
+	default:
+		if !r.cpSaved {
+			return fmt.Errorf("%w: thread %q has no checkpoint to continue from; give the run some input", ErrInvalidInput, r.opts.ThreadID)
+		}
+		switch {
+		case r.opts.CheckpointID != "" && r.cpMeta.Source != "update" && r.cpMeta.Source != "fork":
+			// Replay from an older checkpoint: everything after it runs
+			// again, on a fork. A replay continues, so (as in LangGraph) it
+			// passes a static breakpoint the checkpoint stopped at.
+			r.resumeStatic()
+			if err := r.fork(ctx); err != nil {
+				return err
+			}
+		case r.opts.CheckpointID != "":
+			// The checkpoint is already a branch of its own (UpdateState
+			// or a replay made it): as in LangGraph, run from it without
+			// copying it again, re-running every task of its next step.
+			r.replaying = true
+			r.resumeStatic()
+		default:
+			r.resumeStatic()
+		}
+		r.emitValues(nil)
+		return nil
+	}
+}
+
+// resumeStatic records that static interrupts have stopped for the current
+// channel versions, so continuing passes them.
+func (r *run) resumeStatic() {
+	r.seen[interruptKey] = maps.Clone(r.versions)
+}
+
+// fork copies the loaded checkpoint as a new child, so a replay writes a new
+// branch of history and leaves the old one alone.
+func (r *run) fork(ctx context.Context) error {
+	r.replaying = true
+	r.pending = nil
+	// The fork's step follows the checkpoint it copies.
+	if err := r.newCheckpoint(ctx, "fork"); err != nil {
+		return err
+	}
+	r.step++
+	return nil
+}
+
+func (r *run) checkInput(in Update) error {
+	allowed := r.g.inputKeys
+	for _, w := range in.writes {
+		if !slices.Contains(allowed, w.ch) {
+			if r.g.decls[w.ch] == nil || !slices.Contains(r.g.stateKeys, w.ch) {
+				return fmt.Errorf("%w: input writes channel %q, which the graph does not have (its channels: %s)", ErrInvalidInput, w.ch, strings.Join(r.g.stateKeys, ", "))
+			}
+			return fmt.Errorf("%w: input writes channel %q, which is not one of the graph's input channels (%s)", ErrInvalidInput, w.ch, strings.Join(allowed, ", "))
+		}
+	}
+	for _, n := range in.gotos {
+		if r.g.nodes[n] == nil && n != END {
+			return fmt.Errorf("%w: input goes to unknown node %q", ErrInvalidInput, n)
+		}
+	}
+	return nil
+}
+
+// applyNullWrites applies writes that come with a resume, before the step
+// runs, without counting a step.
+func (r *run) applyNullWrites(in Update) error {
+	if err := r.checkInput(in); err != nil {
+		return err
+	}
+	t := &task{name: "__input__"}
+	if err := r.routeWrites(context.Background(), t, Update{writes: in.writes, gotos: in.gotos, sends: in.sends}); err != nil {
+		return err
+	}
+	return r.apply([]*task{t}, false)
+}

@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/weftlabs/weft/agent/react"
+	"github.com/weftlabs/weft/agent/router"
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/dburl"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/examples"
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/llm/providers"
+	"github.com/weftlabs/weft/tool"
+)
+
+// modelEnv names the variable that selects the model when --model is not given.
+const modelEnv = "WEFT_MODEL"
+
+func newRunCmd() *cobra.Command {
+	var agentName, modelName, threadID, dsn string
+	cmd := &cobra.Command{
+		Use:   "run --agent NAME [--model PROVIDER:MODEL] QUESTION",
+		Short: "Ask an example agent a question, streaming its answer and tool calls",
+		Long: "Ask an example agent a question. The answer streams to standard output token by token;\n" +
+			"each tool call (→) and its result (←) is shown on standard error as it happens.\n\n" +
+			"Agents: " + strings.Join(examples.Agents(), ", ") + ".\n\n" +
+			"The model is --model or $" + modelEnv + ": openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL),\n" +
+			"anthropic:MODEL (ANTHROPIC_API_KEY), ollama:MODEL (OLLAMA_HOST), azure:DEPLOYMENT,\n" +
+			"or scripted:PATH, a script of replies that runs offline.\n\n" +
+			"Conversations are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "); --thread ID continues one.",
+		Example: "  weft run --agent career --model scripted:examples/career/demo.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
+			"  weft run --agent travel --model openai:gpt-4o-mini \"제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요\"\n" +
+			"  weft run --agent career --thread 3f2a... \"그 멘토링 예약해 주세요. 제 아이디는 user-1이에요\"",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("run takes the question to ask, e.g. weft run --agent career \"UX 디자이너가 되려면?\"")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd.Context(), runConfig{
+				agent:    agentName,
+				model:    modelName,
+				thread:   threadID,
+				dsn:      dsn,
+				question: strings.Join(args, " "),
+				out:      cmd.OutOrStdout(),
+				info:     cmd.ErrOrStderr(),
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&agentName, "agent", "", "the agent to ask: "+strings.Join(examples.Agents(), ", "))
+	f.StringVar(&modelName, "model", "", "the model, e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, ollama:qwen2.5:7b, scripted:PATH (default $"+modelEnv+")")
+	f.StringVar(&threadID, "thread", "", "continue the conversation with this id (default: a new one, printed)")
+	f.StringVar(&dsn, "db", os.Getenv(dburl.EnvVar), "database for conversations: an SQLite file, sqlite:PATH or postgres://... (default $"+dburl.EnvVar+", else "+dburl.DefaultPath+")")
+	return cmd
+}
+
+type runConfig struct {
+	agent, model, thread, dsn, question string
+	out, info                           io.Writer
+}
+
+func run(ctx context.Context, c runConfig) error {
+	e, err := lookupAgent(c.agent)
+	if err != nil {
+		return err
+	}
+	name := c.model
+	if name == "" {
+		name = os.Getenv(modelEnv)
+	}
+	if name == "" {
+		return fmt.Errorf("no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:%s (offline), or set %s", e.Demo, modelEnv)
+	}
+	model, err := providers.Open(ctx, name)
+	if err != nil {
+		return fmt.Errorf("model %q: %w", name, err)
+	}
+	db, err := dburl.Open(ctx, c.dsn, dburl.Options{})
+	if err != nil {
+		return fmt.Errorf("conversations database: %w", err)
+	}
+	defer db.Close()
+	// The example's service keeps its data beside the conversations (for
+	// PostgreSQL, in the current directory).
+	dataDir := "."
+	if db.Backend == "sqlite" {
+		dataDir = filepath.Dir(db.Target)
+	}
+	a, err := e.Open(ctx, model, db.Saver, dataDir)
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", e.Name, err)
+	}
+	defer a.Close()
+
+	thread := c.thread
+	if thread == "" {
+		thread = uuid.NewString()
+		fmt.Fprintf(c.info, "thread %s (continue it with --thread %s)\n", thread, thread)
+	}
+	p := &printer{out: c.out, info: c.info}
+	if a.Decide != nil && a.Decide(ctx, c.question) == router.Chat {
+		fmt.Fprintln(c.info, "· plain chat, no tools")
+		return chat(ctx, a, thread, c.question, p)
+	}
+	opts := graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamMessages, graph.StreamUpdates}}
+	for ev, err := range a.Graph.Stream(ctx, react.Messages.Write(llm.Human(c.question)), opts) {
+		if err != nil {
+			p.endLine()
+			return fmt.Errorf("agent %s: %w", e.Name, err)
+		}
+		p.event(ev)
+	}
+	p.endLine()
+	return nil
+}
+
+func lookupAgent(name string) (examples.Example, error) {
+	known := strings.Join(examples.Agents(), ", ")
+	if name == "" {
+		return examples.Example{}, fmt.Errorf("no agent: pass --agent with one of: %s", known)
+	}
+	e, err := examples.Lookup(name)
+	if err != nil || e.Open == nil {
+		return examples.Example{}, fmt.Errorf("unknown agent %q; known agents: %s", name, known)
+	}
+	return e, nil
+}
+
+// printer shows a run as it happens: the agent's tokens on out, tool calls
+// and results on info, one line each.
+type printer struct {
+	out, info io.Writer
+	// midLine is true when tokens were printed without a newline after.
+	midLine bool
+	// chunks are the agent node's token chunks of the current step, merged
+	// when the node finishes to show the tool calls it asked for.
+	chunks []llm.Chunk
+	// streamed holds, by task, the text shown as tokens, so the message
+	// the task then writes is not printed again (streamed chunks need not
+	// carry the message's id).
+	streamed map[string]string
+}
+
+// chatContext is how many of the thread's latest messages a plain chat
+// reply sees (document 001 keeps the last 10).
+const chatContext = 10
+
+// chat answers q on the chat route: the model sees the thread's latest
+// messages, the reply streams as it comes, and the exchange is saved to the
+// thread, so the agent sees it on a later turn.
+func chat(ctx context.Context, a *examples.Agent, thread, q string, p *printer) error {
+	cfg := checkpoint.Config{ThreadID: thread}
+	st, err := a.Graph.GetState(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("reading thread %s: %w", thread, err)
+	}
+	history := react.Messages.Get(st.Values)
+	history = history[max(0, len(history)-chatContext):]
+	var chunks []llm.Chunk
+	for chunk, err := range a.Chat(ctx, history, q) {
+		if err != nil {
+			p.endLine()
+			return fmt.Errorf("chat: %w", err)
+		}
+		p.token(chunk.Content)
+		chunks = append(chunks, chunk)
+	}
+	p.endLine()
+	reply := llm.Merge(chunks...).Message()
+	// Saved as written after the graph's end: nothing is scheduled to run.
+	if _, err := a.Graph.UpdateState(ctx, cfg, react.Messages.Write(llm.Human(q), reply), graph.END); err != nil {
+		return fmt.Errorf("saving the chat to thread %s: %w", thread, err)
+	}
+	return nil
+}
+
+func (p *printer) token(s string) {
+	if s == "" {
+		return
+	}
+	fmt.Fprint(p.out, s)
+	p.midLine = !strings.HasSuffix(s, "\n")
+}
+
+func (p *printer) endLine() {
+	if p.midLine {
+		fmt.Fprintln(p.out)
+		p.midLine = false
+	}
+}
+
+func (p *printer) event(ev graph.Event) {
+	if len(ev.Namespace) > 0 {
+		return
+	}
+	switch d := ev.Data.(type) {
+	case graph.MessageEvent:
+		switch m := d.Message.(type) {
+		case llm.Chunk:
+			if d.Node != react.AgentNode {
+				return
+			}
+			if p.streamed == nil {
+				p.streamed = map[string]string{}
+			}
+			p.streamed[d.TaskID] += m.Content
+			p.chunks = append(p.chunks, m)
+			p.token(m.Content)
+		case llm.Message:
+			p.message(m, d.TaskID)
+		}
+	case graph.NodeUpdate:
+		if d.Node == react.AgentNode && len(p.chunks) > 0 {
+			msg := llm.Merge(p.chunks...).Message()
+			p.chunks = nil
+			p.calls(msg.ToolCalls)
+		}
+	}
+}
+
+func (p *printer) message(m llm.Message, task string) {
+	switch m.Type {
+	case llm.TypeTool:
+		p.endLine()
+		fmt.Fprintf(p.info, "← %s: %s\n", m.Name, summarize(m))
+	case llm.TypeAI:
+		if text, ok := p.streamed[task]; ok && text == m.Text() {
+			return
+		}
+		// Not streamed as tokens: a fallback answer, or a model that
+		// does not stream.
+		p.token(m.Text())
+		p.calls(m.ToolCalls)
+	}
+}
+
+func (p *printer) calls(calls []llm.ToolCall) {
+	for _, c := range calls {
+		p.endLine()
+		fmt.Fprintf(p.info, "→ %s(%s)\n", c.Name, clip(string(c.Args), 200))
+	}
+}
+
+// summarize describes a tool result in a few words: the error, or what
+// the data holds (its lists' lengths, its name or title).
+func summarize(m llm.Message) string {
+	r, err := tool.ResultOf[json.RawMessage](m)
+	if err != nil {
+		return clip(m.Content, 120)
+	}
+	if !r.Success {
+		if r.ErrorCode != "" {
+			return "error " + r.ErrorCode + ": " + clip(r.Error, 160)
+		}
+		return "error: " + clip(r.Error, 160)
+	}
+	if tool.IsCached(m) {
+		return "ok (cached) " + describe(r.Data)
+	}
+	return "ok " + describe(r.Data)
+}
+
+func describe(data json.RawMessage) string {
+	var list []json.RawMessage
+	if json.Unmarshal(data, &list) == nil {
+		return fmt.Sprintf("[%d items]", len(list))
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return clip(string(data), 120)
+	}
+	var parts []string
+	for _, k := range []string{"name", "title", "career", "id", "status"} {
+		var s string
+		if json.Unmarshal(obj[k], &s) == nil && s != "" {
+			parts = append(parts, k+" "+s)
+			break
+		}
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if json.Unmarshal(obj[k], &list) == nil && list != nil {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, len(list)))
+		}
+		list = nil
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("{%d fields}", len(obj))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// clip shortens s to at most n runes.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,187 @@
+// Package examples names the example graphs that the weft command can
+// build and draw, and the example agents it can run.
+package examples
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"path/filepath"
+	"strings"
+
+	"github.com/weftlabs/weft/agent/router"
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/examples/approval/planner"
+	careeragent "github.com/weftlabs/weft/examples/career/agent"
+	careerservice "github.com/weftlabs/weft/examples/career/service"
+	travelagent "github.com/weftlabs/weft/examples/travel/agent"
+	travelservice "github.com/weftlabs/weft/examples/travel/service"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/llm/scripted"
+)
+
+// Example is an example graph the weft command knows by name.
+type Example struct {
+	// Name is what the user types: weft graph draw NAME.
+	Name string
+	// Summary says what the graph does, in one line.
+	Summary string
+	// Build compiles a fresh copy of the graph.
+	Build func() (*graph.Graph, error)
+	// Open starts the example as a chat agent over model, keeping its
+	// conversations in saver (nil: none) and its service's data in a
+	// SQLite file in dataDir ("": a private in-memory database); nil for
+	// graphs that are not chat agents.
+	Open func(ctx context.Context, model llm.ChatModel, saver *checkpoint.Saver, dataDir string) (*Agent, error)
+	// Demo is the scripted model script that runs the agent offline,
+	// relative to the module root.
+	Demo string
+}
+
+// Agent is an example agent opened for chat.
+type Agent struct {
+	// Graph is the agent's graph (react.New): its input is a human
+	// message on react.Messages.
+	Graph *graph.Graph
+	// Decide routes a message between plain chat and Graph; nil sends
+	// every message to Graph.
+	Decide func(ctx context.Context, msg string) router.Route
+	// Chat streams a plain chat reply to msg after history; set when
+	// Decide is.
+	Chat func(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error]
+	// Close releases the agent's services.
+	Close func() error
+}
+
+// ErrUnknown means no example has the name asked for.
+var ErrUnknown = errors.New("unknown example graph")
+
+// All returns the examples, sorted by name. The list is built anew on each
+// call, so callers may change it.
+func All() []Example {
+	return []Example{
+		{
+			Name:    "approval",
+			Summary: "a planner that asks a human to approve, edit or reject its plan, then runs the steps in parallel (examples/approval)",
+			Build:   func() (*graph.Graph, error) { return planner.Build(nil) },
+		},
+		{
+			Name:    "career",
+			Summary: "DreamPath, a career counsellor: a router in front of a ReAct agent over mentoring, learning-path and job tools (examples/career)",
+			Build:   func() (*graph.Graph, error) { return buildGraph(openCareer) },
+			Open:    openCareer,
+			Demo:    "examples/career/demo.yaml",
+		},
+		{
+			Name:    "travel",
+			Summary: "MateTrip, a travel planner: a ReAct agent over place tools whose post-processing nodes keep last_recommended_places current (examples/travel)",
+			Build:   func() (*graph.Graph, error) { return buildGraph(openTravel) },
+			Open:    openTravel,
+			Demo:    "examples/travel/demo.yaml",
+		},
+	}
+}
+
+// buildGraph opens an agent over a model with an empty script, only to
+// draw it, and releases its service.
+func buildGraph(open func(context.Context, llm.ChatModel, *checkpoint.Saver, string) (*Agent, error)) (*graph.Graph, error) {
+	a, err := open(context.Background(), scripted.New(), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	return a.Graph, a.Close()
+}
+
+// serviceDB is where an example service keeps its data: weft-NAME.db in
+// dataDir, seeded with its sample data on first use, so what a
+// conversation does (a booking) is still there when it continues; or a
+// private in-memory database when dataDir is empty.
+func serviceDB(dataDir, name string) string {
+	if dataDir == "" {
+		return ":memory:"
+	}
+	return filepath.Join(dataDir, "weft-"+name+".db")
+}
+
+func openCareer(ctx context.Context, model llm.ChatModel, saver *checkpoint.Saver, dataDir string) (*Agent, error) {
+	svc, err := careerservice.Open(ctx, serviceDB(dataDir, "career"))
+	if err != nil {
+		return nil, fmt.Errorf("career service: %w", err)
+	}
+	a, err := careeragent.New(model, svc, careeragent.Options{Checkpointer: saver})
+	if err != nil {
+		svc.Close()
+		return nil, err
+	}
+	return &Agent{
+		Graph: a.Graph,
+		Decide: func(ctx context.Context, msg string) router.Route {
+			r, _ := a.Router.Decide(ctx, msg)
+			return r
+		},
+		Chat:  a.Chat,
+		Close: svc.Close,
+	}, nil
+}
+
+func openTravel(ctx context.Context, model llm.ChatModel, saver *checkpoint.Saver, dataDir string) (*Agent, error) {
+	svc, err := travelservice.Open(ctx, serviceDB(dataDir, "travel"))
+	if err != nil {
+		return nil, fmt.Errorf("travel service: %w", err)
+	}
+	g, err := travelagent.New(model, svc, travelagent.Options{Checkpointer: saver})
+	if err != nil {
+		svc.Close()
+		return nil, err
+	}
+	r, err := travelagent.NewRouter(model, g)
+	if err != nil {
+		svc.Close()
+		return nil, err
+	}
+	return &Agent{
+		Graph: g,
+		Decide: func(ctx context.Context, msg string) router.Route {
+			route, _ := r.Decide(ctx, msg)
+			return route
+		},
+		Chat: func(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error] {
+			return r.Chat(ctx, history, msg)
+		},
+		Close: svc.Close,
+	}, nil
+}
+
+// Names returns the examples' names, sorted.
+func Names() []string {
+	all := All()
+	names := make([]string, len(all))
+	for i, e := range all {
+		names[i] = e.Name
+	}
+	return names
+}
+
+// Agents returns the names of the examples that run as chat agents.
+func Agents() []string {
+	var names []string
+	for _, e := range All() {
+		if e.Open != nil {
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
+
+// Lookup returns the example called name; for an unknown name its error
+// wraps ErrUnknown and lists the known names.
+func Lookup(name string) (Example, error) {
+	for _, e := range All() {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return Example{}, fmt.Errorf("%w %q; known graphs: %s", ErrUnknown, name, strings.Join(Names(), ", "))
+}

@@ -1,0 +1,87 @@
+// Package pgtest gives tests a PostgreSQL database of their own.
+//
+// Tests that need PostgreSQL call NewDatabase: it creates a uniquely named
+// database on the test server and drops it when the test ends. Without a
+// reachable server the test is skipped locally, but fails when the
+// environment variable CI is "true": in CI those tests must run.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvVar names the administrative connection string of the test server.
+const EnvVar = "WEFT_TEST_POSTGRES_URL"
+
+// DefaultURL is the server used when EnvVar is not set: the one every
+// development and CI machine runs.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// ServerURL returns the administrative connection string of the test server.
+func ServerURL() string {
+	if u := os.Getenv(EnvVar); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// Connect opens a connection without prepared statements, so tests also
+// run through PgBouncer in transaction mode.
+func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// NewDatabase creates a database named prefix plus a random suffix, drops
+// it when the test ends, and returns its connection string.
+func NewDatabase(t testing.TB, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	server := ServerURL()
+	admin, err := Connect(ctx, server)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is required in CI: cannot connect to %s: %v", server, err)
+		}
+		t.Skipf("no PostgreSQL server at %s (%v); set %s to run these tests", server, err, EnvVar)
+	}
+	defer admin.Close(context.Background())
+	var b [6]byte
+	rand.Read(b[:])
+	name := prefix + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := Connect(ctx, server)
+		if err != nil {
+			t.Errorf("dropping database %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dropping database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatalf("%s must be a postgres:// URL: %v", EnvVar, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}

@@ -1,0 +1,136 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Test for them with errors.Is; an *APIError matches the
+// sentinel of its HTTP status.
+var (
+	// ErrInvalidMessage: a message (or its JSON) is malformed.
+	ErrInvalidMessage = errors.New("llm: invalid message")
+	// ErrBadRequest: the provider rejected the request (HTTP 400, 422).
+	ErrBadRequest = errors.New("llm: bad request")
+	// ErrAuthentication: the API key is missing, wrong or expired (401).
+	ErrAuthentication = errors.New("llm: authentication failed")
+	// ErrPermission: the key may not use this model or endpoint (403).
+	ErrPermission = errors.New("llm: permission denied")
+	// ErrNotFound: no such model or endpoint (404).
+	ErrNotFound = errors.New("llm: not found")
+	// ErrRateLimit: the provider asks to slow down (429).
+	ErrRateLimit = errors.New("llm: rate limited")
+	// ErrServer: the provider failed or is overloaded (5xx).
+	ErrServer = errors.New("llm: provider server error")
+	// ErrTimeout: no response in time (an attempt's timeout, or HTTP 408).
+	ErrTimeout = errors.New("llm: timeout")
+	// ErrMissingConfig: a provider lacks an API key or an endpoint; see
+	// *ConfigError.
+	ErrMissingConfig = errors.New("llm: missing provider configuration")
+	// ErrUnknownProvider: a model name names no registered provider.
+	ErrUnknownProvider = errors.New("llm: unknown provider")
+	// ErrUnsupported: the model cannot do what the call asks.
+	ErrUnsupported = errors.New("llm: unsupported")
+	// ErrInvalidOutput: structured output did not match its schema, even
+	// after a repair attempt; see *StructuredOutputError.
+	ErrInvalidOutput = errors.New("llm: invalid structured output")
+)
+
+// APIError is an error response from a provider's API.
+type APIError struct {
+	// Provider is the provider's name: "openai", "anthropic", "ollama".
+	Provider string
+	// StatusCode is the HTTP status; zero for an error event in a stream.
+	StatusCode int
+	// Type is the provider's error type or code ("rate_limit_error").
+	Type string
+	// Message is the provider's explanation.
+	Message string
+	// RequestID is the provider's request id, for support requests.
+	RequestID string
+	// RetryAfter is how long the provider asked to wait (Retry-After).
+	RetryAfter time.Duration
+	// Err is the SDK's error.
+	Err error
+}
+
+// Error says which provider failed, with what status, type and message.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Provider)
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ": HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	} else {
+		b.WriteString(": error event in stream")
+	}
+	if e.Type != "" {
+		fmt.Fprintf(&b, " (%s)", e.Type)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " [request %s]", e.RequestID)
+	}
+	return b.String()
+}
+
+// Unwrap returns the SDK's error.
+func (e *APIError) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of e's status.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrBadRequest:
+		return e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusUnprocessableEntity
+	case ErrAuthentication:
+		return e.StatusCode == http.StatusUnauthorized
+	case ErrPermission:
+		return e.StatusCode == http.StatusForbidden
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case ErrRateLimit:
+		return e.StatusCode == http.StatusTooManyRequests
+	case ErrServer:
+		return e.StatusCode >= 500 || (e.StatusCode == 0 && e.Type == "overloaded_error")
+	case ErrTimeout:
+		return e.StatusCode == http.StatusRequestTimeout
+	}
+	return false
+}
+
+// Retryable reports whether the same request may succeed later: a timeout,
+// a conflict, a rate limit or a server error.
+func (e *APIError) Retryable() bool {
+	switch {
+	case e.StatusCode == http.StatusRequestTimeout, e.StatusCode == http.StatusConflict,
+		e.StatusCode == http.StatusTooManyRequests, e.StatusCode >= 500:
+		return true
+	case e.StatusCode == 0:
+		// An error event that opens a stream.
+		return e.Type == "overloaded_error" || e.Type == "api_error"
+	}
+	return false
+}
+
+// ConfigError reports a provider that lacks a setting (an API key, an
+// endpoint), naming the environment variable that supplies it.
+type ConfigError struct {
+	Provider string
+	// Setting is what is missing: "API key", "endpoint".
+	Setting string
+	// EnvVar is the variable to set ("OPENAI_API_KEY").
+	EnvVar string
+}
+
+// Error names the variable to set.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("llm: %s: no %s: set %s", e.Provider, e.Setting, e.EnvVar)
+}
+
+// Is makes a *ConfigError match ErrMissingConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrMissingConfig }

@@ -1,0 +1,168 @@
+// Package wire holds what the HTTP providers share: per-attempt timeouts
+// and the mapping of error responses to *llm.APIError.
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftlabs/weft/llm"
+)
+
+var errTimedOut = errors.New("attempt timed out")
+
+// Attempt is the context of one attempt of a call. With a timeout it is
+// cancelled when no progress is reported for that long: before the
+// response arrives, and between the events of a stream.
+type Attempt struct {
+	parent  context.Context
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timeout time.Duration
+	mu      sync.Mutex
+	timer   *time.Timer
+}
+
+// Start starts an attempt under parent.
+func Start(parent context.Context, timeout time.Duration) *Attempt {
+	ctx, cancel := context.WithCancelCause(parent)
+	a := &Attempt{parent: parent, ctx: ctx, cancel: cancel, timeout: timeout}
+	if timeout > 0 {
+		a.timer = time.AfterFunc(timeout, func() { cancel(errTimedOut) })
+	}
+	return a
+}
+
+// Context returns the attempt's context.
+func (a *Attempt) Context() context.Context { return a.ctx }
+
+// Progress restarts the timeout.
+func (a *Attempt) Progress() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.timer != nil {
+		a.timer.Reset(a.timeout)
+	}
+}
+
+// End stops the timer and cancels the context.
+func (a *Attempt) End() {
+	a.mu.Lock()
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
+	a.mu.Unlock()
+	a.cancel(context.Canceled)
+}
+
+// Err explains err, an error of the attempt: a timeout of the attempt
+// becomes an error matching llm.ErrTimeout, and a cancelled parent context
+// an error matching the context's error.
+func (a *Attempt) Err(provider string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if perr := a.parent.Err(); perr != nil {
+		if errors.Is(err, perr) {
+			return fmt.Errorf("%s: %w", provider, err)
+		}
+		return fmt.Errorf("%s: %w (%w)", provider, perr, err)
+	}
+	if context.Cause(a.ctx) == errTimedOut {
+		return fmt.Errorf("%w: %s: no response within %s", llm.ErrTimeout, provider, a.timeout)
+	}
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", provider, err)
+}
+
+// APIError builds the *llm.APIError of an error response. status is the
+// HTTP status, or a success status for an error event inside a stream;
+// body is the response's JSON, whose error.type, error.code and
+// error.message are read (OpenAI's and Anthropic's shape alike).
+func APIError(provider string, status int, header http.Header, body string, requestID string, err error) *llm.APIError {
+	e := &llm.APIError{Provider: provider, StatusCode: status, RequestID: requestID, Err: err}
+	if status < 400 {
+		e.StatusCode = 0
+	}
+	type errorBody struct {
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+		Message string `json:"message"`
+	}
+	var parsed struct {
+		Error json.RawMessage `json:"error"`
+		errorBody
+	}
+	if json.Unmarshal([]byte(body), &parsed) == nil {
+		eb := parsed.errorBody
+		var inner errorBody
+		switch {
+		case json.Unmarshal(parsed.Error, &inner) == nil:
+			eb = inner
+		case len(parsed.Error) > 0:
+			// Some OpenAI-compatible servers send "error" as a string.
+			_ = json.Unmarshal(parsed.Error, &eb.Message)
+		}
+		e.Type, e.Message = eb.Type, eb.Message
+		if code, ok := eb.Code.(string); ok && code != "" {
+			e.Type = code
+		}
+	} else if len(body) > 0 {
+		e.Message = body
+		if len(e.Message) > 200 {
+			e.Message = e.Message[:200] + "..."
+		}
+	}
+	if header != nil {
+		if d, ok := llm.ParseRetryAfter(header, time.Now()); ok {
+			e.RetryAfter = d
+		}
+		if e.RequestID == "" {
+			e.RequestID = header.Get("X-Request-Id")
+		}
+	}
+	return e
+}
+
+// CheckResponse turns an error response into an *llm.APIError, closing its
+// body; it returns nil for any other response. Providers call it from an
+// SDK middleware so that every error status, whatever its body (a proxy's
+// HTML page included), becomes the same typed error.
+func CheckResponse(provider string, res *http.Response) error {
+	if res == nil || res.StatusCode < 400 {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	_ = res.Body.Close()
+	requestID := res.Header.Get("X-Request-Id")
+	if requestID == "" {
+		requestID = res.Header.Get("Request-Id")
+	}
+	return APIError(provider, res.StatusCode, res.Header, strings.TrimSpace(string(body)), requestID, nil)
+}
+
+// CheckMiddleware is an SDK middleware (both SDKs' option.Middleware) that
+// turns every error status into CheckResponse's typed error.
+func CheckMiddleware(provider string) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		res, err := next(req)
+		if err != nil {
+			return res, err
+		}
+		if err := CheckResponse(provider, res); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+}

@@ -1,0 +1,129 @@
+package tool
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// fieldsDecoder fills a struct from arguments already decoded as a
+// map[string]any (jsonx.DecodeCanonical), without decoding the JSON again.
+// It covers structs of string, bool, integer and float64 fields named by
+// plain json tags; New builds none for other types, and it declines (the
+// caller then uses json.Unmarshal) for any key or value it is not sure to
+// treat exactly as encoding/json does.
+type fieldsDecoder struct {
+	fields map[string]fieldPlan
+}
+
+type fieldPlan struct {
+	index int
+	kind  reflect.Kind
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// newFieldsDecoder returns the decoder for t, or nil when t is not such a
+// struct.
+func newFieldsDecoder(t reflect.Type) *fieldsDecoder {
+	if t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return nil
+	}
+	d := &fieldsDecoder{fields: map[string]fieldPlan{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(opts, "string") || !plainName(name) {
+			return nil
+		}
+		if name == "" {
+			name = f.Name
+		}
+		ft := f.Type
+		if ft.PkgPath() != "" && ft.NumMethod() > 0 || reflect.PointerTo(ft).Implements(jsonUnmarshaler) || reflect.PointerTo(ft).Implements(textUnmarshaler) {
+			return nil
+		}
+		switch ft.Kind() {
+		case reflect.String, reflect.Bool, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		default:
+			return nil
+		}
+		if _, dup := d.fields[name]; dup {
+			return nil
+		}
+		d.fields[name] = fieldPlan{i, ft.Kind()}
+	}
+	return d
+}
+
+// plainName reports whether a json tag's name is one encoding/json takes
+// as it is: letters, digits and '_' or '-'.
+func plainName(s string) bool {
+	for _, c := range s {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// decode fills the struct dst points to from v and reports whether it
+// could; when not, dst may be partly filled.
+func (d *fieldsDecoder) decode(v any, dst reflect.Value) bool {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, val := range obj {
+		p, ok := d.fields[k]
+		if !ok {
+			// Unknown, or matched by case folding: encoding/json decides.
+			return false
+		}
+		if val == nil {
+			continue // null leaves a field as it is
+		}
+		f := dst.Field(p.index)
+		switch p.kind {
+		case reflect.String:
+			s, ok := val.(string)
+			if !ok {
+				return false
+			}
+			f.SetString(s)
+		case reflect.Bool:
+			b, ok := val.(bool)
+			if !ok {
+				return false
+			}
+			f.SetBool(b)
+		case reflect.Float64:
+			x, ok := val.(float64)
+			if !ok {
+				return false
+			}
+			f.SetFloat(x)
+		default:
+			x, ok := val.(float64)
+			if !ok || x != float64(int64(x)) || f.OverflowInt(int64(x)) {
+				return false
+			}
+			f.SetInt(int64(x))
+		}
+	}
+	return true
+}

@@ -1,0 +1,311 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/jsonx"
+	"github.com/weftlabs/weft/llm"
+)
+
+// DefaultTimeout bounds one tool call when neither the tool nor the node
+// says otherwise (document 002: 10 s per tool).
+const DefaultTimeout = 10 * time.Second
+
+// Keys of a tool message's AdditionalKwargs (never sent to a model):
+// cachedKwarg marks a message served from the cache, keyKwarg holds its
+// call's key for the cache.
+const (
+	cachedKwarg = "weft_cached"
+	keyKwarg    = "weft_call_key"
+)
+
+// NodeOptions tune the tool node.
+type NodeOptions struct {
+	// Timeout bounds each tool call (default DefaultTimeout); a tool's own
+	// Options.Timeout takes precedence.
+	Timeout time.Duration
+	// Cache serves a call identical to an earlier successful one of the
+	// same turn (same tool, same arguments up to key order and spacing;
+	// the turn starts at the last human message) from that call's result
+	// instead of running the tool again.
+	Cache bool
+	// MaxConcurrency caps the calls that run at once; 0 runs them all.
+	MaxConcurrency int
+	// Deadline, when set, bounds the whole step by the time it returns
+	// for the state (an agent's total timeout); ok false means none.
+	Deadline func(s graph.State) (deadline time.Time, ok bool)
+}
+
+// IsCached reports whether a tool message was served from the cache.
+func IsCached(msg llm.Message) bool {
+	return string(msg.AdditionalKwargs[cachedKwarg]) == "true"
+}
+
+// Node returns a graph node that runs the tool calls of the last message
+// in msgs, when it is an AI message, and writes one tool message per call,
+// in the calls' order. Calls run in parallel, each with its timeout; a
+// failure of any kind (invalid arguments, an unknown tool, an error,
+// a timeout, a panic) becomes a tool message with status "error" whose
+// envelope tells the model what went wrong, so the node itself fails only
+// when its context is cancelled.
+func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOptions) graph.NodeFunc {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	return func(ctx context.Context, s graph.State) (graph.Update, error) {
+		history := msgs.Get(s)
+		if len(history) == 0 {
+			return graph.Update{}, nil
+		}
+		last := &history[len(history)-1]
+		if last.Type != llm.TypeAI || len(last.ToolCalls)+len(last.InvalidToolCalls) == 0 {
+			return graph.Update{}, nil
+		}
+		calls := last.ToolCalls
+		// The calls run under runCtx; the node fails only when its own
+		// context ends, not at the step's deadline.
+		runCtx := ctx
+		if opts.Deadline != nil {
+			if d, ok := opts.Deadline(s); ok {
+				var cancel context.CancelFunc
+				runCtx, cancel = context.WithDeadline(ctx, d)
+				defer cancel()
+			}
+		}
+		out := make([]llm.Message, len(last.ToolCalls))
+		// Identical calls of one message run once.
+		var first map[string]int
+		var dupOf map[int]int
+		if opts.Cache && len(calls) > 1 {
+			first, dupOf = map[string]int{}, map[int]int{}
+		}
+		keys := make([]string, len(last.ToolCalls))
+		canon := make([]bool, len(last.ToolCalls))
+		var run []int
+		for i, c := range last.ToolCalls {
+			var key string
+			if opts.Cache {
+				key, canon[i] = callKey(c.Name, c.Args)
+				keys[i] = key
+			}
+			if opts.Cache {
+				if hit, ok := cachedResult(history[:len(history)-1], key); ok {
+					out[i] = cachedCopy(hit, c)
+					continue
+				}
+			}
+			if j, ok := first[key]; ok {
+				dupOf[i] = j
+				continue
+			}
+			if first != nil {
+				first[key] = i
+			}
+			run = append(run, i)
+		}
+		if len(run) == 1 {
+			// One call: no goroutine of the node's own (Run has one).
+			i := run[0]
+			out[i] = callOne(runCtx, reg, last.ToolCalls[i], opts.Timeout, canon[i])
+			run = nil
+		}
+		var wg sync.WaitGroup
+		var sem chan struct{}
+		if opts.MaxConcurrency > 0 {
+			sem = make(chan struct{}, opts.MaxConcurrency)
+		}
+		for _, i := range run {
+			wg.Go(func() {
+				if sem != nil {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+				}
+				out[i] = callOne(runCtx, reg, calls[i], opts.Timeout, canon[i])
+			})
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return graph.Update{}, err
+		}
+		for i, j := range dupOf {
+			out[i] = cachedCopy(out[j], last.ToolCalls[i])
+		}
+		if opts.Cache {
+			for i := range out {
+				out[i].AdditionalKwargs = withKwarg(out[i].AdditionalKwargs, keyKwarg, json.RawMessage(keys[i]))
+			}
+		}
+		for _, bad := range last.InvalidToolCalls {
+			env := failure(CodeInvalidArgs, fmt.Sprintf("the arguments of %s are not a JSON object (%s): %s. Call it again with a JSON object.", bad.Name, bad.Error, bad.Args), nil)
+			out = append(out, envelopeMessage(bad.ID, bad.Name, env, false))
+		}
+		return msgs.Write(out...), nil
+	}
+}
+
+// callOne runs call c; canonical says that its arguments are in canonical
+// form (jsonx.Canonical).
+func callOne(ctx context.Context, reg *Registry, c llm.ToolCall, timeout time.Duration, canonical bool) llm.Message {
+	t, ok := reg.Get(c.Name)
+	if !ok {
+		env := failure(CodeUnknownTool, fmt.Sprintf("there is no tool named %q; the tools are %v", c.Name, reg.Names()), nil)
+		return envelopeMessage(c.ID, c.Name, env, false)
+	}
+	env, err := t.run(ctx, c.Args, timeout, canonical)
+	return envelopeMessage(c.ID, c.Name, env, err == nil)
+}
+
+// envelopeMessage encodes env as the content of the tool message
+// answering call id.
+func envelopeMessage(id, name string, env Result[any], ok bool) llm.Message {
+	env.Success = ok
+	content, err := encodeEnvelope(env)
+	if err != nil {
+		ok = false
+		content, _ = encodeEnvelope(failure(CodeFailed, fmt.Sprintf("the result of %s cannot be encoded as JSON: %v", name, err), env.Meta))
+	}
+	if !ok {
+		return llm.ToolError(id, name, content)
+	}
+	return llm.ToolResult(id, name, content)
+}
+
+// encodeEnvelope encodes env straight into a string: results can be large,
+// and json.Marshal followed by a conversion would copy them twice more. A
+// string result (the common case, and the largest) is escaped into a buffer
+// of the right size without reflection; other data goes through an
+// encoder. Both give what an Encoder with SetEscapeHTML(false) gives.
+func encodeEnvelope(env Result[any]) (string, error) {
+	if data, ok := env.Data.(string); ok {
+		var meta []byte
+		if len(env.Meta) > 0 {
+			var err error
+			if meta, err = encodeNoHTML(env.Meta); err != nil {
+				return "", err
+			}
+		}
+		// A string is escaped into a builder grown to size: no clearing,
+		// and String does not copy.
+		var b strings.Builder
+		b.Grow(len(data) + len(env.ErrorCode) + len(env.Error) + len(meta) + 64)
+		if env.Success {
+			b.WriteString(`{"success":true,"data":`)
+		} else {
+			b.WriteString(`{"success":false,"data":`)
+		}
+		jsonx.WriteString(&b, data, false)
+		if env.ErrorCode != "" {
+			b.WriteString(`,"error_code":`)
+			jsonx.WriteString(&b, env.ErrorCode, false)
+		}
+		if env.Error != "" {
+			b.WriteString(`,"error":`)
+			jsonx.WriteString(&b, env.Error, false)
+		}
+		if meta != nil {
+			b.WriteString(`,"meta":`)
+			b.Write(meta)
+		}
+		b.WriteByte('}')
+		return b.String(), nil
+	}
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(env); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(sb.String(), "\n"), nil
+}
+
+// encodeNoHTML encodes v as an Encoder with SetEscapeHTML(false) does,
+// without the trailing newline.
+func encodeNoHTML(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func cachedCopy(hit llm.Message, c llm.ToolCall) llm.Message {
+	m := llm.ToolResult(c.ID, c.Name, hit.Content)
+	m.Status = hit.Status
+	m.AdditionalKwargs = map[string]json.RawMessage{cachedKwarg: json.RawMessage("true")}
+	return m
+}
+
+func withKwarg(kw map[string]json.RawMessage, k string, v json.RawMessage) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(kw)+1)
+	maps.Copy(out, kw)
+	out[k] = v
+	return out
+}
+
+// cachedResult finds the turn's successful tool message (after the last
+// human message in history) whose call had key. Each tool message carries
+// its call's key, so the history is never parsed again.
+func cachedResult(history []llm.Message, key string) (llm.Message, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		m := history[i]
+		if m.Type == llm.TypeHuman {
+			break
+		}
+		if m.Type == llm.TypeTool && !m.IsError() && string(m.AdditionalKwargs[keyKwarg]) == key {
+			return m, true
+		}
+	}
+	return llm.Message{}, false
+}
+
+// callKey identifies a call by its tool and canonical arguments (decoding
+// and re-encoding sorts object keys and drops spacing), hashed to keep it
+// short. Arguments already in that form (jsonx.Canonical, the usual case)
+// are hashed as they are; canonical reports it.
+func callKey(name string, args json.RawMessage) (key string, canonical bool) {
+	canon := []byte(args)
+	canonical = jsonx.Canonical(canon)
+	if !canonical {
+		var v any
+		if err := json.Unmarshal(args, &v); err == nil {
+			if b, err := json.Marshal(v); err == nil {
+				canon = b
+			}
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(canon)
+	// Kept as a JSON string: it is stored and compared as it is.
+	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`, canonical
+}
+
+// LastCalls returns the tool messages that answer the calls of the last AI
+// message in msgs whose tool is one of names (all when names is empty).
+func LastCalls(msgs []llm.Message, names ...string) []llm.Message {
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Type == llm.TypeTool {
+		i--
+	}
+	var out []llm.Message
+	for _, m := range msgs[i+1:] {
+		if len(names) == 0 || slices.Contains(names, m.Name) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

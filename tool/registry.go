@@ -1,0 +1,99 @@
+package tool
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/weftlabs/weft/llm"
+)
+
+// Registry holds tools by name. It is safe for concurrent use, so tools can
+// be added and removed while a graph runs (MCP servers announce changes).
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]*Tool
+	order []string
+}
+
+// NewRegistry returns a registry holding tools; the first tool that cannot
+// be added fails it.
+func NewRegistry(tools ...*Tool) (*Registry, error) {
+	r := &Registry{tools: map[string]*Tool{}}
+	for _, t := range tools {
+		if err := r.Add(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Add registers t. It fails with ErrInvalidTool when t was declared wrong
+// or its name is taken.
+func (r *Registry) Add(t *Tool) error {
+	if t == nil {
+		return fmt.Errorf("%w: a nil tool was added to the registry", ErrInvalidTool)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tools == nil {
+		r.tools = map[string]*Tool{}
+	}
+	if _, dup := r.tools[t.name]; dup {
+		return fmt.Errorf("%w: a tool named %q is already registered", ErrInvalidTool, t.name)
+	}
+	r.tools[t.name] = t
+	r.order = append(r.order, t.name)
+	return nil
+}
+
+// Remove unregisters the tool named name and reports whether it was there.
+func (r *Registry) Remove(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tools[name]; !ok {
+		return false
+	}
+	delete(r.tools, name)
+	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
+	return true
+}
+
+// Get returns the tool named name.
+func (r *Registry) Get(name string) (*Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Tools returns the tools in the order they were added.
+func (r *Registry) Tools() []*Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Tool, len(r.order))
+	for i, n := range r.order {
+		out[i] = r.tools[n]
+	}
+	return out
+}
+
+// Names returns the tools' names in the order they were added.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.order)
+}
+
+// Specs describes the tools to a model, in the order they were added.
+func (r *Registry) Specs() []llm.ToolSpec {
+	ts := r.Tools()
+	out := make([]llm.ToolSpec, len(ts))
+	for i, t := range ts {
+		out[i] = t.Spec()
+	}
+	return out
+}

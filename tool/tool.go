@@ -1,0 +1,369 @@
+// Package tool turns Go functions into tools a model can call, and runs
+// them in a graph.
+//
+// A tool is a typed function, func(ctx, In) (Out, error). Its JSON Schema is
+// derived from In (github.com/google/jsonschema-go: field names from json
+// tags, descriptions from jsonschema tags), and the model's arguments are
+// validated against it before the function runs: invalid arguments come
+// back to the model as a tool error it can correct.
+//
+// Every tool answers in one envelope, [Result]: {success, data, error_code,
+// error, meta} (document 000's ToolResult). Code after the tool reads it
+// typed, with [ResultOf], never through untyped maps.
+//
+// [Node] is the graph node that runs an AI message's tool calls in
+// parallel, each with its own timeout, and [Wire] adds it to a graph
+// together with the post-processing node each tool declares, routing by
+// tool name (document 000's route_after_tools) so that no one writes node
+// names or edges by hand.
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/weftlabs/weft/internal/jsonx"
+	"github.com/weftlabs/weft/llm"
+)
+
+// Sentinel errors; test for them with errors.Is.
+var (
+	// ErrInvalidTool: a tool cannot be built or registered as declared
+	// (no name, a schema that cannot be derived, a duplicate name).
+	ErrInvalidTool = errors.New("tool: invalid tool")
+	// ErrInvalidArgs: the model's arguments do not match the tool's schema.
+	ErrInvalidArgs = errors.New("tool: invalid arguments")
+	// ErrUnknownTool: the model called a tool that is not registered.
+	ErrUnknownTool = errors.New("tool: unknown tool")
+	// ErrTimeout: the tool did not finish within its timeout.
+	ErrTimeout = errors.New("tool: timeout")
+	// ErrPanic: the tool panicked; the panic was recovered.
+	ErrPanic = errors.New("tool: panic")
+	// ErrFailed: the tool's function returned an error.
+	ErrFailed = errors.New("tool: failed")
+	// ErrInvalidResult: a tool message does not hold a result envelope
+	// of the expected type.
+	ErrInvalidResult = errors.New("tool: invalid result")
+)
+
+// Error codes of the result envelope set by the tool layer itself. A tool
+// function sets its own code by returning an *Error.
+const (
+	CodeInvalidArgs = "invalid_arguments"
+	CodeUnknownTool = "unknown_tool"
+	CodeTimeout     = "timeout"
+	CodePanic       = "panic"
+	CodeFailed      = "tool_error"
+)
+
+// Error is an error a tool function returns to choose the envelope's
+// error code and metadata. It matches ErrFailed.
+type Error struct {
+	// Code is the envelope's error_code ("NOT_FOUND", "NO_RESULTS").
+	Code string
+	// Message is the envelope's error, what the model reads.
+	Message string
+	// Meta is merged into the envelope's meta.
+	Meta map[string]any
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+// Error returns the code and message.
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Unwrap returns ErrFailed and the cause.
+func (e *Error) Unwrap() []error { return []error{ErrFailed, e.Err} }
+
+// Result is the envelope every tool answers with; its JSON form is
+// {"success", "data", "error_code", "error", "meta"}. It is the content of
+// the tool message the model reads.
+type Result[Out any] struct {
+	Success   bool           `json:"success"`
+	Data      Out            `json:"data"`
+	ErrorCode string         `json:"error_code,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Meta      map[string]any `json:"meta,omitempty"`
+}
+
+// ResultOf decodes the envelope a tool message holds, with its data as an
+// Out. A failed call decodes too: Success is false and Data is zero. It
+// fails with ErrInvalidResult when msg is not a tool message or its
+// content is not an envelope whose data is an Out.
+func ResultOf[Out any](msg llm.Message) (Result[Out], error) {
+	var r Result[Out]
+	if msg.Type != llm.TypeTool {
+		return r, fmt.Errorf("%w: message %q is a %s message, not a tool message", ErrInvalidResult, msg.ID, msg.Type)
+	}
+	var probe struct {
+		Success *bool           `json:"success"`
+		Data    json.RawMessage `json:"data"`
+	}
+	content := []byte(msg.Text())
+	if err := json.Unmarshal(content, &probe); err != nil || probe.Success == nil {
+		return r, fmt.Errorf("%w: the content of tool message %q (tool %s) is not a result envelope {success, data, ...}", ErrInvalidResult, msg.ID, msg.Name)
+	}
+	if err := json.Unmarshal(content, &r); err != nil {
+		return r, fmt.Errorf("%w: the data of tool %s is not a %s: %w", ErrInvalidResult, msg.Name, reflect.TypeFor[Out](), err)
+	}
+	return r, nil
+}
+
+// Options tune a tool.
+type Options struct {
+	// Timeout bounds one call of this tool; zero uses the tool node's
+	// timeout.
+	Timeout time.Duration
+	// Then names the post-processing node that runs after this tool
+	// (document 000's handle_* nodes); Wire adds it and routes to it.
+	// Several tools may name the same node; one of them declares Handler.
+	Then string
+	// Handler is the post-processing node's body; see Handle and
+	// HandleNode.
+	Handler *Handler
+}
+
+// Tool is a callable tool: a name, a description, a JSON Schema for its
+// arguments, and a function. Build one with New.
+type Tool struct {
+	name, description string
+	params            json.RawMessage
+	schema            *jsonschema.Resolved
+	out               reflect.Type
+	call              func(ctx context.Context, args json.RawMessage, decoded any) (any, error)
+	opts              Options
+	err               error
+}
+
+// New builds a tool from fn. The arguments' JSON Schema is derived from In,
+// which must be a struct (or a map): tools take JSON objects. A problem with
+// the declaration is kept and reported by Err and by Registry.Add, so tools
+// can be declared as package variables.
+func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error), opts ...Options) *Tool {
+	t := &Tool{name: name, description: description, out: reflect.TypeFor[Out]()}
+	for _, o := range opts {
+		t.opts = o
+	}
+	switch {
+	case name == "":
+		t.err = fmt.Errorf("%w: a tool has an empty name", ErrInvalidTool)
+		return t
+	case fn == nil:
+		t.err = fmt.Errorf("%w: tool %q has a nil function", ErrInvalidTool, name)
+		return t
+	case t.opts.Handler != nil && t.opts.Then == "":
+		t.err = fmt.Errorf("%w: tool %q declares a Handler without Then, the name of its node", ErrInvalidTool, name)
+		return t
+	}
+	schema, err := jsonschema.For[In](nil)
+	if err == nil && schema.Type != "object" {
+		err = fmt.Errorf("the schema of %s has type %q; tools take a struct (a JSON object)", reflect.TypeFor[In](), schema.Type)
+	}
+	var resolved *jsonschema.Resolved
+	if err == nil {
+		resolved, err = schema.Resolve(nil)
+	}
+	var params []byte
+	if err == nil {
+		params, err = json.Marshal(schema)
+	}
+	if err != nil {
+		t.err = fmt.Errorf("%w: tool %q: JSON Schema of its input: %w", ErrInvalidTool, name, err)
+		return t
+	}
+	t.params, t.schema = params, resolved
+	fields := newFieldsDecoder(reflect.TypeFor[In]())
+	// decoded, when not nil, is args decoded as an any: a struct of plain
+	// fields is filled from it rather than from the JSON again.
+	t.call = func(ctx context.Context, args json.RawMessage, decoded any) (any, error) {
+		var in In
+		if decoded != nil && fields != nil && fields.decode(decoded, reflect.ValueOf(&in).Elem()) {
+			return fn(ctx, in)
+		}
+		in = *new(In)
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidArgs, err)
+		}
+		return fn(ctx, in)
+	}
+	return t
+}
+
+// Name returns the tool's name.
+func (t *Tool) Name() string { return t.name }
+
+// Err reports a problem with the tool's declaration, or nil.
+func (t *Tool) Err() error { return t.err }
+
+// Options returns the options the tool was built with.
+func (t *Tool) Options() Options { return t.opts }
+
+// Spec describes the tool to a model.
+func (t *Tool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: t.name, Description: t.description, Parameters: t.params}
+}
+
+type metaKey struct{}
+
+type metaBox struct {
+	mu sync.Mutex
+	m  map[string]any
+}
+
+// SetMeta records a metadata entry for the envelope of the tool call ctx
+// belongs to (a source, a count, a cache hint). Outside a tool call it does
+// nothing.
+func SetMeta(ctx context.Context, key string, value any) {
+	b, _ := ctx.Value(metaKey{}).(*metaBox)
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]any{}
+	}
+	b.m[key] = value
+}
+
+// Run validates args against the tool's schema and calls it, waiting at
+// most timeout (zero: no limit beyond ctx). It never panics: a panic in
+// the function is recovered. The envelope is always filled; on failure the
+// error says why, wrapping ErrInvalidArgs, ErrTimeout, ErrPanic or
+// ErrFailed (or ErrInvalidTool for a tool that was declared wrong).
+//
+// A function that ignores its context is abandoned at the timeout: its
+// goroutine finishes in the background and its result is dropped.
+func (t *Tool) Run(ctx context.Context, args json.RawMessage, timeout time.Duration) (Result[any], error) {
+	return t.run(ctx, args, timeout, false)
+}
+
+// run is Run; canonical says that jsonx.Canonical accepted args (the tool
+// node knows it from the call's cache key), so they are not checked again.
+func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Duration, canonical bool) (Result[any], error) {
+	if t.err != nil {
+		return failure(CodeFailed, t.err.Error(), nil), t.err
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	// Arguments in canonical form (the usual case) decode without
+	// encoding/json's two passes over them.
+	var inst any
+	decoded := canonical
+	if canonical {
+		inst = jsonx.DecodeCanonicalChecked(args)
+	} else {
+		inst, decoded = jsonx.DecodeCanonical(args)
+	}
+	if !decoded {
+		if err := json.Unmarshal(args, &inst); err != nil {
+			err = fmt.Errorf("%w: tool %s: the arguments are not JSON: %w", ErrInvalidArgs, t.name, err)
+			return failure(CodeInvalidArgs, invalidArgsText(t, err), nil), err
+		}
+	}
+	// A struct In is filled from what was decoded here, when it can be.
+	var fast any
+	if decoded {
+		fast = inst
+	}
+	if err := t.schema.Validate(inst); err != nil {
+		err = fmt.Errorf("%w: tool %s: %w", ErrInvalidArgs, t.name, err)
+		return failure(CodeInvalidArgs, invalidArgsText(t, err), nil), err
+	}
+	if t.opts.Timeout > 0 {
+		timeout = t.opts.Timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	box := &metaBox{}
+	ctx = context.WithValue(ctx, metaKey{}, box)
+	type outcome struct {
+		v   any
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: fmt.Errorf("%w: tool %s: %v\n%s", ErrPanic, t.name, p, debug.Stack())}
+			}
+		}()
+		v, err := t.call(ctx, args, fast)
+		done <- outcome{v, err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		// Prefer a result that raced the deadline.
+		select {
+		case o = <-done:
+		default:
+			o.err = ctx.Err()
+		}
+	}
+	box.mu.Lock()
+	meta := box.m
+	box.mu.Unlock()
+	if o.err == nil {
+		return Result[any]{Success: true, Data: o.v, Meta: meta}, nil
+	}
+	return classify(t.name, o.err, meta, timeout)
+}
+
+func classify(name string, err error, meta map[string]any, timeout time.Duration) (Result[any], error) {
+	var te *Error
+	switch {
+	case errors.Is(err, ErrPanic):
+		return failure(CodePanic, fmt.Sprintf("tool %s crashed; try another approach", name), meta), err
+	case errors.Is(err, ErrInvalidArgs):
+		return failure(CodeInvalidArgs, fmt.Sprintf("tool %s: %v", name, err), meta), err
+	case errors.As(err, &te):
+		for k, v := range te.Meta {
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta[k] = v
+		}
+		msg := te.Message
+		if msg == "" && te.Err != nil {
+			msg = te.Err.Error()
+		}
+		return failure(te.Code, msg, meta), fmt.Errorf("tool %s: %w", name, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		text := fmt.Sprintf("tool %s timed out", name)
+		if timeout > 0 {
+			text = fmt.Sprintf("tool %s did not finish within %v", name, timeout)
+		}
+		return failure(CodeTimeout, text, meta), fmt.Errorf("%w: %s: %w", ErrTimeout, name, err)
+	default:
+		return failure(CodeFailed, err.Error(), meta), fmt.Errorf("%w: %s: %w", ErrFailed, name, err)
+	}
+}
+
+func failure(code, text string, meta map[string]any) Result[any] {
+	return Result[any]{ErrorCode: code, Error: text, Meta: meta}
+}
+
+func invalidArgsText(t *Tool, err error) string {
+	return fmt.Sprintf("%v. Call %s again with arguments that match its schema: %s", err, t.name, t.params)
+}

@@ -1,0 +1,326 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/tool"
+)
+
+type placeQuery struct {
+	Latitude  float64 `json:"latitude" jsonschema:"latitude of the place to replace"`
+	Longitude float64 `json:"longitude"`
+	Count     int     `json:"replace_count,omitempty"`
+}
+
+type place struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+func replacePlaces(ctx context.Context, q placeQuery) ([]place, error) {
+	tool.SetMeta(ctx, "source", "test")
+	if q.Latitude == 0 {
+		return nil, &tool.Error{Code: "NOT_FOUND", Message: "no places near 0,0"}
+	}
+	return []place{{ID: "p1", Name: "Cafe"}}, nil
+}
+
+var messages = graph.Messages[llm.Message]("messages")
+
+func TestSpecFromInputType(t *testing.T) {
+	tl := tool.New("replace_places", "Finds replacement places.", replacePlaces)
+	if err := tl.Err(); err != nil {
+		t.Fatal(err)
+	}
+	spec := tl.Spec()
+	var schema struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(spec.Parameters, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Type != "object" || len(schema.Properties) != 3 || !strings.Contains(string(schema.Properties["latitude"]), "latitude of the place") {
+		t.Errorf("schema %s", spec.Parameters)
+	}
+	if diff := cmp.Diff([]string{"latitude", "longitude"}, schema.Required); diff != "" {
+		t.Errorf("required (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadDeclarations(t *testing.T) {
+	for name, tl := range map[string]*tool.Tool{
+		"empty name":      tool.New("", "x", replacePlaces),
+		"non-object":      tool.New("s", "x", func(context.Context, string) (int, error) { return 0, nil }),
+		"handler no then": tool.New("h", "x", replacePlaces, tool.Options{Handler: tool.HandleNode(nil)}),
+	} {
+		if err := tl.Err(); !errors.Is(err, tool.ErrInvalidTool) {
+			t.Errorf("%s: err %v, want ErrInvalidTool", name, err)
+		}
+		if _, err := tool.NewRegistry(tl); !errors.Is(err, tool.ErrInvalidTool) {
+			t.Errorf("%s: registry accepted it: %v", name, err)
+		}
+	}
+	a := tool.New("a", "x", replacePlaces)
+	if _, err := tool.NewRegistry(a, a); !errors.Is(err, tool.ErrInvalidTool) {
+		t.Errorf("duplicate name: %v", err)
+	}
+}
+
+func TestRun(t *testing.T) {
+	tl := tool.New("replace_places", "Finds replacement places.", replacePlaces)
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		args     string
+		wantErr  error
+		wantCode string
+	}{
+		{"ok", `{"latitude": 37.5, "longitude": 127}`, nil, ""},
+		{"missing field", `{"latitude": 37.5}`, tool.ErrInvalidArgs, tool.CodeInvalidArgs},
+		{"wrong type", `{"latitude": "north", "longitude": 1}`, tool.ErrInvalidArgs, tool.CodeInvalidArgs},
+		{"unknown field", `{"latitude": 1, "longitude": 1, "radius": 3}`, tool.ErrInvalidArgs, tool.CodeInvalidArgs},
+		{"not json", `{latitude`, tool.ErrInvalidArgs, tool.CodeInvalidArgs},
+		{"tool's own error", `{"latitude": 0, "longitude": 0}`, tool.ErrFailed, "NOT_FOUND"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := tl.Run(ctx, json.RawMessage(tt.args), time.Minute)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+			if res.Success != (err == nil) || res.ErrorCode != tt.wantCode {
+				t.Errorf("envelope %+v", res)
+			}
+			if err == nil && res.Meta["source"] != "test" {
+				t.Errorf("meta %v", res.Meta)
+			}
+		})
+	}
+}
+
+func TestRunPanicAndTimeout(t *testing.T) {
+	boom := tool.New("boom", "panics", func(context.Context, struct{}) (int, error) { panic("kaput") })
+	res, err := boom.Run(context.Background(), nil, 0)
+	if !errors.Is(err, tool.ErrPanic) || res.ErrorCode != tool.CodePanic {
+		t.Errorf("panic: %v %+v", err, res)
+	}
+	slow := tool.New("slow", "waits", func(ctx context.Context, _ struct{}) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	res, err = slow.Run(context.Background(), nil, time.Millisecond)
+	if !errors.Is(err, tool.ErrTimeout) || res.ErrorCode != tool.CodeTimeout {
+		t.Errorf("timeout: %v %+v", err, res)
+	}
+	// A tool that ignores its context is abandoned at the timeout.
+	release := make(chan struct{})
+	defer close(release)
+	deaf := tool.New("deaf", "ignores ctx", func(context.Context, struct{}) (int, error) {
+		<-release
+		return 1, nil
+	})
+	if _, err := deaf.Run(context.Background(), nil, time.Millisecond); !errors.Is(err, tool.ErrTimeout) {
+		t.Errorf("deaf tool: %v", err)
+	}
+}
+
+// runNode runs the tool node once over msgs and returns what it wrote.
+func runNode(t *testing.T, reg *tool.Registry, opts tool.NodeOptions, msgs ...llm.Message) []llm.Message {
+	t.Helper()
+	g, err := graph.New(messages).
+		AddNode("tools", tool.Node(reg, messages, opts)).
+		AddEdge(graph.START, "tools").
+		Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := g.Invoke(context.Background(), messages.Write(msgs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return messages.Get(st)[len(msgs):]
+}
+
+func call(id, name, args string) llm.ToolCall {
+	return llm.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)}
+}
+
+func TestNodeParallelWithOneTimingOut(t *testing.T) {
+	started := make(chan struct{}, 2)
+	slow := tool.New("slow", "waits for its context", func(ctx context.Context, _ struct{}) (int, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}, tool.Options{Timeout: time.Millisecond})
+	fast := tool.New("replace_places", "x", replacePlaces)
+	boom := tool.New("boom", "panics", func(context.Context, struct{}) (int, error) { panic("kaput") })
+	reg, err := tool.NewRegistry(slow, fast, boom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runNode(t, reg, tool.NodeOptions{}, llm.Human("go"), llm.AI("",
+		call("c1", "slow", `{}`),
+		call("c2", "replace_places", `{"latitude":1,"longitude":2}`),
+		call("c3", "nope", `{}`),
+		call("c4", "replace_places", `{"latitude":1}`),
+		call("c5", "boom", `{}`),
+	))
+	if len(got) != 5 {
+		t.Fatalf("wrote %d messages, want 5: %v", len(got), got)
+	}
+	wantCodes := []string{tool.CodeTimeout, "", tool.CodeUnknownTool, tool.CodeInvalidArgs, tool.CodePanic}
+	for i, m := range got {
+		if m.Type != llm.TypeTool || m.ToolCallID != "c"+string(rune('1'+i)) {
+			t.Errorf("message %d answers %q: %+v", i, m.ToolCallID, m)
+		}
+		r, err := tool.ResultOf[json.RawMessage](m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ErrorCode != wantCodes[i] || m.IsError() != (wantCodes[i] != "") || r.Success == m.IsError() {
+			t.Errorf("message %d: status %q, envelope %+v; want code %q", i, m.Status, r, wantCodes[i])
+		}
+	}
+	typed, err := tool.ResultOf[[]place](got[1])
+	if err != nil || !typed.Success || typed.Data[0].Name != "Cafe" {
+		t.Errorf("typed result %+v, %v", typed, err)
+	}
+	if _, err := tool.ResultOf[[]place](llm.Human("x")); !errors.Is(err, tool.ErrInvalidResult) {
+		t.Errorf("ResultOf a human message: %v", err)
+	}
+	if _, err := tool.ResultOf[int](got[1]); !errors.Is(err, tool.ErrInvalidResult) {
+		t.Errorf("ResultOf with the wrong type: %v", err)
+	}
+}
+
+func TestNodeInvalidToolCall(t *testing.T) {
+	reg, _ := tool.NewRegistry(tool.New("replace_places", "x", replacePlaces))
+	ai := llm.AI("")
+	ai.InvalidToolCalls = []llm.InvalidToolCall{{ID: "bad", Name: "replace_places", Args: "{lat", Error: "unexpected end"}}
+	got := runNode(t, reg, tool.NodeOptions{}, llm.Human("go"), ai)
+	if len(got) != 1 || !got[0].IsError() || got[0].ToolCallID != "bad" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestNodeCache(t *testing.T) {
+	calls := 0
+	counted := tool.New("count", "counts", func(_ context.Context, in struct {
+		Q string `json:"q"`
+	}) (int, error) {
+		calls++
+		return calls, nil
+	})
+	reg, _ := tool.NewRegistry(counted)
+	history := []llm.Message{llm.Human("go"), llm.AI("", call("a", "count", `{"q": "x"}`))}
+	history = append(history, runNode(t, reg, tool.NodeOptions{Cache: true}, history...)...)
+	history = append(history, llm.AI("", call("b", "count", `{ "q":"x" }`), call("c", "count", `{"q":"y"}`), call("d", "count", `{"q":"y"}`)))
+	got := runNode(t, reg, tool.NodeOptions{Cache: true}, history...)
+	if calls != 2 {
+		t.Errorf("the tool ran %d times, want 2 (x once and then cached, y once)", calls)
+	}
+	cached := []bool{true, false, true}
+	for i, m := range got {
+		if tool.IsCached(m) != cached[i] {
+			t.Errorf("message %d cached=%v", i, tool.IsCached(m))
+		}
+	}
+	if r, _ := tool.ResultOf[int](got[0]); r.Data != 1 {
+		t.Errorf("cached result %+v", r)
+	}
+}
+
+var lastPlaces = graph.Value[[]place]("last_recommended_places")
+
+func TestWireRoutesToHandlers(t *testing.T) {
+	handled := tool.Handle(func(_ context.Context, _ graph.State, rs []tool.Result[[]place]) (graph.Update, error) {
+		var ps []place
+		for _, r := range rs {
+			ps = append(ps, r.Data...)
+		}
+		return lastPlaces.Write(ps), nil
+	})
+	replace := tool.New("replace_places", "x", replacePlaces, tool.Options{Then: "handle_replace_places", Handler: handled})
+	nearby := tool.New("recommend_nearby", "x", replacePlaces, tool.Options{Then: "handle_replace_places"})
+	plain := tool.New("plain", "x", func(context.Context, struct{}) (string, error) { return "ok", nil })
+	reg, err := tool.NewRegistry(replace, nearby, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := [][]llm.ToolCall{
+		{call("1", "plain", `{}`)},
+		{call("2", "replace_places", `{"latitude":1,"longitude":1}`), call("3", "recommend_nearby", `{"latitude":2,"longitude":2}`)},
+	}
+	var visits []string
+	agent := func(_ context.Context, s graph.State) (graph.Update, error) {
+		n := 0
+		for _, m := range messages.Get(s) {
+			if m.Type == llm.TypeAI {
+				n++
+			}
+		}
+		if n < len(script) {
+			return messages.Write(llm.AI("", script[n]...)), nil
+		}
+		return messages.Write(llm.AI("done")), nil
+	}
+	b := graph.New(messages, lastPlaces).AddNode("agent", agent).AddEdge(graph.START, "agent").
+		AddConditionalEdges("agent", func(_ context.Context, s graph.State) (graph.Route, error) {
+			ms := messages.Get(s)
+			if len(ms[len(ms)-1].ToolCalls) > 0 {
+				return graph.To("tools"), nil
+			}
+			return graph.To(graph.END), nil
+		}, graph.BranchOptions{})
+	if err := tool.Wire(b, reg, messages, tool.WireOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range g.Stream(context.Background(), messages.Write(llm.Human("hi"))) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		visits = append(visits, ev.Data.(graph.NodeUpdate).Node)
+	}
+	want := []string{"agent", "tools", "agent", "tools", "handle_replace_places", "agent"}
+	if diff := cmp.Diff(want, visits); diff != "" {
+		t.Errorf("nodes run (-want +got):\n%s", diff)
+	}
+	st, _ := g.Invoke(context.Background(), messages.Write(llm.Human("hi")))
+	if got := lastPlaces.Get(st); len(got) != 2 {
+		t.Errorf("last_recommended_places %v", got)
+	}
+}
+
+func TestWireChecksHandlers(t *testing.T) {
+	wrongType := tool.Handle(func(context.Context, graph.State, []tool.Result[int]) (graph.Update, error) {
+		return graph.Update{}, nil
+	})
+	cases := map[string][]*tool.Tool{
+		"type mismatch": {tool.New("a", "x", replacePlaces, tool.Options{Then: "h", Handler: wrongType})},
+		"no handler":    {tool.New("a", "x", replacePlaces, tool.Options{Then: "h"})},
+	}
+	for name, tools := range cases {
+		reg, err := tool.NewRegistry(tools...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tool.Wire(graph.New(messages), reg, messages, tool.WireOptions{}); !errors.Is(err, tool.ErrInvalidTool) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
