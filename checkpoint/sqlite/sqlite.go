@@ -31,6 +31,7 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+	"github.com/weftlabs/weft/internal/sqlitefile"
 )
 
 // Options tune Open.
@@ -90,6 +91,12 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 		opts.Synchronous = s
 	default:
 		return nil, fmt.Errorf("%w: sqlite Synchronous must be NORMAL, FULL or EXTRA, got %q", checkpoint.ErrInvalid, opts.Synchronous)
+	}
+	// Switch a new file to WAL once, before the pool's connections each
+	// ask for it: SQLite fails concurrent switches at once instead of
+	// waiting.
+	if err := sqlitefile.EnsureWAL(ctx, path, opts.BusyTimeout); err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")")

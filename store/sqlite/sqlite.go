@@ -23,6 +23,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/weftlabs/weft/internal/sqlitefile"
 	"github.com/weftlabs/weft/store"
 	"github.com/weftlabs/weft/store/internal/rows"
 )
@@ -74,6 +75,9 @@ func Open(ctx context.Context, path string, cfg store.Config) (*store.Store, err
 // OpenBackend opens the file at path with DSN(path) and migrates it. The
 // backend owns the connection pool and closes it on Close.
 func OpenBackend(ctx context.Context, path string) (*Backend, error) {
+	if err := sqlitefile.EnsureWAL(ctx, path, 10*time.Second); err != nil {
+		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", DSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
@@ -148,7 +152,13 @@ const SchemaVersion = 1
 // wait for each other and each migration runs once. A file migrated by a
 // newer weft is an error rather than silently misread.
 func Migrate(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
+	// A new connection applies the DSN's journal_mode pragma, which fails
+	// at once while another process switches the same new file to WAL.
+	var conn *sql.Conn
+	err := sqlitefile.RetryBusy(ctx, 10*time.Second, func() (err error) {
+		conn, err = db.Conn(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store/sqlite: migrate: %w", err)
 	}

@@ -24,6 +24,8 @@ import (
 
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/weftlabs/weft/internal/sqlitefile"
 )
 
 //go:embed seed.json
@@ -77,6 +79,11 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Service, error) 
 	now := opts.Now
 	if now == nil {
 		now = time.Now
+	}
+	if path != ":memory:" {
+		if err := sqlitefile.EnsureWAL(ctx, path, 10*time.Second); err != nil {
+			return nil, fmt.Errorf("career: open %s: %w", path, err)
+		}
 	}
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {

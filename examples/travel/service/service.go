@@ -22,10 +22,13 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/weftlabs/weft/internal/sqlitefile"
 )
 
 //go:embed seed.json
@@ -55,6 +58,11 @@ type Service struct {
 func Open(ctx context.Context, path string) (*Service, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, &InputError{Field: "path", Value: path, Expected: `a file path or ":memory:"`}
+	}
+	if path != ":memory:" {
+		if err := sqlitefile.EnsureWAL(ctx, path, 10*time.Second); err != nil {
+			return nil, fmt.Errorf("travel: open %s: %w", path, err)
+		}
 	}
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
