@@ -57,7 +57,7 @@ func IsCached(msg llm.Message) bool {
 // in the calls' order. Calls run in parallel, each with its timeout; a
 // failure of any kind (invalid arguments, an unknown tool, an error,
 // a timeout, a panic) becomes a tool message with status "error" whose
-// envelope tells the model what went wrong, so the node itself fails only
+// content tells the model what went wrong, so the node itself fails only
 // when its context is cancelled.
 func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOptions) graph.NodeFunc {
 	if opts.Timeout <= 0 {
@@ -166,64 +166,57 @@ func callOne(ctx context.Context, reg *Registry, c llm.ToolCall, timeout time.Du
 	return envelopeMessage(c.ID, c.Name, env, err == nil)
 }
 
-// envelopeMessage encodes env as the content of the tool message
-// answering call id.
+// envelopeMessage writes env as the tool message answering call id: the
+// data (or the error) as the content the model reads, success or failure
+// as the status, and the rest of the envelope in the artifact (see Result).
 func envelopeMessage(id, name string, env Result[any], ok bool) llm.Message {
-	env.Success = ok
-	content, err := encodeEnvelope(env)
-	if err != nil {
-		ok = false
-		content, _ = encodeEnvelope(failure(CodeFailed, fmt.Sprintf("the result of %s cannot be encoded as JSON: %v", name, err), env.Meta))
+	a := artifact{Meta: env.Meta}
+	var content string
+	if ok {
+		var err error
+		if content, err = dataText(env.Data); err != nil {
+			ok = false
+			env = failure(CodeFailed, fmt.Sprintf("the result of %s cannot be encoded as JSON: %v", name, err), env.Meta)
+		}
 	}
-	if !ok {
-		return llm.ToolError(id, name, content)
+	var m llm.Message
+	if ok {
+		m = llm.ToolResult(id, name, content)
+		m.Status = llm.StatusSuccess
+	} else {
+		a.ErrorCode, a.Error = env.ErrorCode, env.Error
+		text := env.Error
+		if env.ErrorCode != "" {
+			text = "error " + env.ErrorCode + ": " + env.Error
+		}
+		m = llm.ToolError(id, name, text)
 	}
-	return llm.ToolResult(id, name, content)
+	if a.ErrorCode != "" || a.Error != "" || len(a.Meta) > 0 {
+		b, err := encodeNoHTML(a)
+		if err != nil {
+			// Only meta can fail to encode; the model still gets its
+			// answer, and the artifact says what was lost.
+			b, _ = encodeNoHTML(artifact{ErrorCode: a.ErrorCode, Error: a.Error, Meta: map[string]any{"meta_error": err.Error()}})
+		}
+		m.Artifact = b
+	}
+	return m
 }
 
-// encodeEnvelope encodes env straight into a string: results can be large,
-// and json.Marshal followed by a conversion would copy them twice more. A
-// string result (the common case, and the largest) is escaped into a buffer
-// of the right size without reflection; other data goes through an
-// encoder. Both give what an Encoder with SetEscapeHTML(false) gives.
-func encodeEnvelope(env Result[any]) (string, error) {
-	if data, ok := env.Data.(string); ok {
-		var meta []byte
-		if len(env.Meta) > 0 {
-			var err error
-			if meta, err = encodeNoHTML(env.Meta); err != nil {
-				return "", err
-			}
-		}
-		// A string is escaped into a builder grown to size: no clearing,
-		// and String does not copy.
-		var b strings.Builder
-		b.Grow(len(data) + len(env.ErrorCode) + len(env.Error) + len(meta) + 64)
-		if env.Success {
-			b.WriteString(`{"success":true,"data":`)
-		} else {
-			b.WriteString(`{"success":false,"data":`)
-		}
-		jsonx.WriteString(&b, data, false)
-		if env.ErrorCode != "" {
-			b.WriteString(`,"error_code":`)
-			jsonx.WriteString(&b, env.ErrorCode, false)
-		}
-		if env.Error != "" {
-			b.WriteString(`,"error":`)
-			jsonx.WriteString(&b, env.Error, false)
-		}
-		if meta != nil {
-			b.WriteString(`,"meta":`)
-			b.Write(meta)
-		}
-		b.WriteByte('}')
-		return b.String(), nil
+// dataText is the content the model reads for a tool's data: a string as
+// it is (no copy: results can be large), anything else as JSON, encoded
+// as an Encoder with SetEscapeHTML(false) encodes it.
+func dataText(data any) (string, error) {
+	switch d := data.(type) {
+	case string:
+		return d, nil
+	case nil:
+		return "null", nil
 	}
 	var sb strings.Builder
 	enc := json.NewEncoder(&sb)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(env); err != nil {
+	if err := enc.Encode(data); err != nil {
 		return "", err
 	}
 	return strings.TrimSuffix(sb.String(), "\n"), nil
@@ -243,7 +236,7 @@ func encodeNoHTML(v any) ([]byte, error) {
 
 func cachedCopy(hit llm.Message, c llm.ToolCall) llm.Message {
 	m := llm.ToolResult(c.ID, c.Name, hit.Content)
-	m.Status = hit.Status
+	m.Status, m.Artifact = hit.Status, hit.Artifact
 	m.AdditionalKwargs = map[string]json.RawMessage{cachedKwarg: json.RawMessage("true")}
 	return m
 }

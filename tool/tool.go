@@ -7,9 +7,12 @@
 // validated against it before the function runs: invalid arguments come
 // back to the model as a tool error it can correct.
 //
-// Every tool answers in one envelope, [Result]: {success, data, error_code,
-// error, meta} (document 000's ToolResult). Code after the tool reads it
-// typed, with [ResultOf], never through untyped maps.
+// Every tool answers in one envelope, [Result]: success, typed data, error
+// code and message, metadata (document 000's ToolResult). In the tool
+// message the model reads the data (or the error), and the rest travels in
+// the message's status and artifact, as in LangChain's ToolMessage. Code
+// after the tool reads it typed, with [ResultOf], never through untyped
+// maps.
 //
 // [Node] is the graph node that runs an AI message's tool calls in
 // parallel, each with its own timeout, and [Wire] adds it to a graph
@@ -89,9 +92,18 @@ func (e *Error) Error() string {
 // Unwrap returns ErrFailed and the cause.
 func (e *Error) Unwrap() []error { return []error{ErrFailed, e.Err} }
 
-// Result is the envelope every tool answers with; its JSON form is
-// {"success", "data", "error_code", "error", "meta"}. It is the content of
-// the tool message the model reads.
+// Result is the envelope every tool answers with (document 000's
+// ToolResult): whether the call succeeded, the tool's typed data, an error
+// code and message, and metadata. Code after a tool reads it typed with
+// ResultOf.
+//
+// In the tool message the envelope is split the way LangChain's ToolMessage
+// splits a result, so that the model reads only what it needs and no value
+// is copied: the content is what the model reads, the tool's data (a
+// string as it is, other data as JSON) or, on failure, "error CODE:
+// message"; the status is "success" or "error"; and the artifact, which
+// is never sent to a model, holds the rest as JSON, {"error_code",
+// "error", "meta"}, omitted when all are empty.
 type Result[Out any] struct {
 	Success   bool           `json:"success"`
 	Data      Out            `json:"data"`
@@ -100,25 +112,58 @@ type Result[Out any] struct {
 	Meta      map[string]any `json:"meta,omitempty"`
 }
 
-// ResultOf decodes the envelope a tool message holds, with its data as an
-// Out. A failed call decodes too: Success is false and Data is zero. It
-// fails with ErrInvalidResult when msg is not a tool message or its
-// content is not an envelope whose data is an Out.
+// artifact is the part of the envelope a tool message keeps in its
+// artifact.
+type artifact struct {
+	ErrorCode string         `json:"error_code,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Meta      map[string]any `json:"meta,omitempty"`
+}
+
+// ResultOf reads back the envelope of a tool message written by the tool
+// node, with its data as an Out. A failed call reads too: Success is false
+// and Data is zero. A string Out is the content as it is; any other Out is
+// decoded from the content's JSON, except that for json.RawMessage and any
+// a content that is not JSON (a string tool's text) reads as a JSON string.
+// It fails with ErrInvalidResult when msg is not a tool message, its
+// artifact is not an envelope's, or its content is not an Out.
 func ResultOf[Out any](msg llm.Message) (Result[Out], error) {
 	var r Result[Out]
 	if msg.Type != llm.TypeTool {
 		return r, fmt.Errorf("%w: message %q is a %s message, not a tool message", ErrInvalidResult, msg.ID, msg.Type)
 	}
-	var probe struct {
-		Success *bool           `json:"success"`
-		Data    json.RawMessage `json:"data"`
+	if len(msg.Artifact) > 0 {
+		var a artifact
+		if err := json.Unmarshal(msg.Artifact, &a); err != nil {
+			return r, fmt.Errorf("%w: the artifact of tool message %q (tool %s) is not a result envelope {error_code, error, meta}: %w", ErrInvalidResult, msg.ID, msg.Name, err)
+		}
+		r.ErrorCode, r.Error, r.Meta = a.ErrorCode, a.Error, a.Meta
 	}
-	content := []byte(msg.Text())
-	if err := json.Unmarshal(content, &probe); err != nil || probe.Success == nil {
-		return r, fmt.Errorf("%w: the content of tool message %q (tool %s) is not a result envelope {success, data, ...}", ErrInvalidResult, msg.ID, msg.Name)
+	r.Success = !msg.IsError()
+	if !r.Success {
+		if r.Error == "" {
+			r.Error = msg.Text()
+		}
+		return r, nil
 	}
-	if err := json.Unmarshal(content, &r); err != nil {
-		return r, fmt.Errorf("%w: the data of tool %s is not a %s: %w", ErrInvalidResult, msg.Name, reflect.TypeFor[Out](), err)
+	content := msg.Text()
+	switch d := any(&r.Data).(type) {
+	case *string:
+		*d = content
+		return r, nil
+	case *json.RawMessage:
+		if !json.Valid([]byte(content)) {
+			*d, _ = json.Marshal(content)
+			return r, nil
+		}
+	case *any:
+		if !json.Valid([]byte(content)) {
+			*d = content
+			return r, nil
+		}
+	}
+	if err := json.Unmarshal([]byte(content), &r.Data); err != nil {
+		return r, fmt.Errorf("%w: the data of tool %s (message %q) is not a %s: %w", ErrInvalidResult, msg.Name, msg.ID, reflect.TypeFor[Out](), err)
 	}
 	return r, nil
 }

@@ -324,3 +324,71 @@ func TestWireChecksHandlers(t *testing.T) {
 		}
 	}
 }
+
+// The tool message carries the envelope as LangChain's ToolMessage carries
+// a result: the content is what the model reads (a string as it is, other
+// data as JSON, an error as "error CODE: message"), the status says
+// success or error, and the artifact holds the error code, message and
+// meta. It survives the message's JSON form (a checkpoint) unchanged.
+func TestToolMessageForm(t *testing.T) {
+	text := tool.New("echo", "echoes", func(ctx context.Context, in struct {
+		S string `json:"s"`
+	}) (string, error) {
+		return in.S, nil
+	})
+	reg, err := tool.NewRegistry(text, tool.New("replace_places", "x", replacePlaces))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runNode(t, reg, tool.NodeOptions{}, llm.Human("go"), llm.AI("",
+		call("c1", "echo", `{"s":"line 1\nline \"2\" <b>"}`),
+		call("c2", "replace_places", `{"latitude":1,"longitude":2}`),
+		call("c3", "replace_places", `{"latitude":0,"longitude":0}`),
+	))
+	if len(got) != 3 {
+		t.Fatalf("wrote %d messages, want 3", len(got))
+	}
+	want := []struct {
+		content, status, artifact string
+	}{
+		{"line 1\nline \"2\" <b>", llm.StatusSuccess, ``},
+		{`[{"id":"p1","name":"Cafe"}]`, llm.StatusSuccess, `{"meta":{"source":"test"}}`},
+		{"error NOT_FOUND: no places near 0,0", llm.StatusError, `{"error_code":"NOT_FOUND","error":"no places near 0,0","meta":{"source":"test"}}`},
+	}
+	for i, m := range got {
+		if m.Content != want[i].content || m.Status != want[i].status || string(m.Artifact) != want[i].artifact {
+			t.Errorf("message %d: content %q, status %q, artifact %s; want %q, %q, %s", i, m.Content, m.Status, m.Artifact, want[i].content, want[i].status, want[i].artifact)
+		}
+		// Through JSON and back, as a checkpoint stores it.
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back llm.Message
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		got[i] = back
+	}
+	s, err := tool.ResultOf[string](got[0])
+	if err != nil || !s.Success || s.Data != want[0].content {
+		t.Errorf("ResultOf[string] = %+v, %v", s, err)
+	}
+	raw, err := tool.ResultOf[json.RawMessage](got[0])
+	if err != nil || string(raw.Data) != `"line 1\nline \"2\" \u003cb\u003e"` {
+		t.Errorf("ResultOf[json.RawMessage] of a string = %s, %v; want the string as JSON", raw.Data, err)
+	}
+	places, err := tool.ResultOf[[]place](got[1])
+	if err != nil || !places.Success || len(places.Data) != 1 || places.Data[0].ID != "p1" || places.Meta["source"] != "test" {
+		t.Errorf("ResultOf[[]place] = %+v, %v", places, err)
+	}
+	failed, err := tool.ResultOf[[]place](got[2])
+	if err != nil || failed.Success || failed.ErrorCode != "NOT_FOUND" || failed.Error != "no places near 0,0" || failed.Data != nil {
+		t.Errorf("ResultOf of a failure = %+v, %v", failed, err)
+	}
+	bad := llm.ToolResult("c9", "echo", "x")
+	bad.Artifact = json.RawMessage(`[1]`)
+	if _, err := tool.ResultOf[string](bad); !errors.Is(err, tool.ErrInvalidResult) || !strings.Contains(err.Error(), "artifact") {
+		t.Errorf("ResultOf with a foreign artifact: %v; want ErrInvalidResult naming the artifact", err)
+	}
+}

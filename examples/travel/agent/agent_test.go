@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,6 +16,7 @@ import (
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
+	"github.com/weftlabs/weft/tool"
 )
 
 func call(name, args string) llm.ToolCall {
@@ -142,12 +144,9 @@ func TestFailedRecommendationKeepsState(t *testing.T) {
 	if last.Type != llm.TypeTool || last.Status != llm.StatusError {
 		t.Fatalf("second tool message = %+v, want an error", last)
 	}
-	var env struct {
-		ErrorCode string         `json:"error_code"`
-		Meta      map[string]any `json:"meta"`
-	}
-	if err := json.Unmarshal([]byte(last.Content), &env); err != nil || env.ErrorCode != agent.CodeNotFound || env.Meta["known"] == nil {
-		t.Errorf("envelope = %+v, %v; want NOT_FOUND listing the known regions", env, err)
+	env, err := tool.ResultOf[agent.Recommendation](last)
+	if err != nil || env.ErrorCode != agent.CodeNotFound || env.Meta["known"] == nil || !strings.Contains(last.Content, "제주") {
+		t.Errorf("envelope = %+v, %v, content %q; want NOT_FOUND listing the known regions to the model and in meta", env, err, last.Content)
 	}
 	if got := ids(agent.LastRecommendedPlaces.Get(s)); len(got) != 2 {
 		t.Errorf("last_recommended_places = %v, want the 2 Jeju places kept", got)
