@@ -1,8 +1,18 @@
 // Package router decides, per message, between a plain chat reply and the
 // agent (document 002: the agent only when it is needed, and its usage
-// counted). A cheap keyword pass decides first; a message no rule decides
-// goes to a model classification through structured output; when that
-// fails, the router falls back to Options.Default.
+// counted). A message is decided by the first of these that decides it:
+//
+//  1. the first-pass keyword rules (Options.Rules, DefaultRules): cheap and
+//     confident;
+//  2. a model classification through structured output
+//     (Options.Classifier), when there is a classifier;
+//  3. the fallback keyword rules (Options.FallbackRules,
+//     DefaultFallbackRules), only when the classifier is missing or failed
+//     (an error, or a route other than chat and agent): broader heuristics
+//     that stand in for the model;
+//  4. Options.Default.
+//
+// Decide reports which one decided (a Source) and Stats counts them.
 package router
 
 import (
@@ -40,10 +50,17 @@ type Decision struct {
 // Source says what decided a route.
 type Source string
 
-// The sources.
+// The sources, in the order the router consults them.
 const (
-	ByRule     Source = "rule"
-	ByModel    Source = "model"
+	// ByRule: a first-pass rule (Options.Rules) matched.
+	ByRule Source = "rule"
+	// ByModel: the classifier decided.
+	ByModel Source = "model"
+	// ByFallbackRule: no first-pass rule matched, the classifier was
+	// missing or failed, and a fallback rule (Options.FallbackRules)
+	// matched.
+	ByFallbackRule Source = "fallback_rule"
+	// ByFallback: nothing else decided, so Options.Default did.
 	ByFallback Source = "fallback"
 )
 
@@ -56,13 +73,38 @@ type Rule struct {
 	Whole    bool
 }
 
-// DefaultRules route greetings and thanks to chat, and messages naming the
-// tools' subjects in document 002 (mentoring, learning paths, jobs,
-// booking) to the agent.
+// DefaultRules are the confident first pass: they route greetings and
+// thanks to chat, and messages naming the tools' subjects in document 002
+// (mentoring, learning paths, jobs, booking) to the agent.
 func DefaultRules() []Rule {
 	return []Rule{
 		{Route: Chat, Whole: true, Keywords: []string{"안녕", "안녕하세요", "반가워요", "고마워", "고마워요", "감사합니다", "hi", "hello", "hey", "thanks", "thank you", "good morning"}},
 		{Route: Agent, Keywords: []string{"멘토", "상담", "예약", "신청", "채용", "취업", "연봉", "회사", "배워야", "공부", "시작하려면", "학습", "mentor", "job", "hiring", "book", "learning path"}},
+	}
+}
+
+// DefaultFallbackRules stand in for the classifier when it is missing or
+// fails. They are broader guesses than DefaultRules, acceptable only
+// because the alternative is Default for every such message; they follow
+// document 002's should_use_agent:
+//
+//   - a short acknowledgement and nothing else ("네", "응", "ㅋㅋ", "ok")
+//     goes to chat;
+//   - a request or lookup verb ("추천", "찾아", "알려", "검색", "recommend",
+//     "find", "search", "look up"), a question on how to start or become
+//     something ("어떻게 시작", "뭐부터", "되고 싶", "how do i start", "how
+//     do i become") or a career topic the tools cover ("진로", "로드맵",
+//     "포트폴리오", "이력서", "면접", "자격증", "career", "roadmap",
+//     "portfolio", "resume", "interview") goes to the agent.
+func DefaultFallbackRules() []Rule {
+	return []Rule{
+		{Route: Chat, Whole: true, Keywords: []string{"네", "응", "아니", "아니요", "좋아요", "알겠어요", "ㅋㅋ", "ㅎㅎ", "ok", "okay", "yes", "no", "lol"}},
+		{Route: Agent, Keywords: []string{
+			"추천", "찾아", "알려", "검색", "어떻게 시작", "어떻게 해야", "어떻게 준비", "뭐부터", "되고 싶", "되려면",
+			"진로", "커리어", "로드맵", "포트폴리오", "이력서", "자기소개서", "면접", "자격증",
+			"recommend", "suggest", "find", "search", "look up", "how do i start", "how do i become", "how to become", "want to become",
+			"career", "roadmap", "portfolio", "resume", "interview",
+		}},
 	}
 }
 
@@ -76,17 +118,23 @@ type Reply struct {
 
 // Options configure a Router.
 type Options struct {
-	// Rules are tried in order; the first that matches decides. Nil uses
-	// DefaultRules; an empty non-nil list sends every message to the
-	// classifier.
+	// Rules are the first pass, tried in order before anything else; the
+	// first that matches decides. Nil uses DefaultRules; an empty non-nil
+	// list sends every message to the classifier.
 	Rules []Rule
-	// Classifier decides the messages no rule decides; nil leaves them to
-	// Default.
+	// Classifier decides the messages no first-pass rule decides; nil
+	// leaves them to FallbackRules, then Default.
 	Classifier llm.ChatModel
 	// ClassifierPrompt is its system prompt; empty uses a built-in one.
 	ClassifierPrompt string
-	// Default is the route when no rule matches and the classifier is
-	// missing or fails (default Chat: the cheap path).
+	// FallbackRules are tried in order only when no first-pass rule
+	// matched and the classifier is missing or failed (an error, or a
+	// route other than chat and agent); the first that matches decides.
+	// Nil uses DefaultFallbackRules; an empty non-nil list disables them,
+	// leaving those messages to Default.
+	FallbackRules []Rule
+	// Default is the route when no rule of either pass matches and the
+	// classifier is missing or fails (default Chat: the cheap path).
 	Default Route
 	// ChatPrompt is the system prompt of plain chat replies.
 	ChatPrompt string
@@ -100,9 +148,13 @@ type Stats struct {
 	// AgentRate is AgentRuns / Messages (0 before the first message);
 	// document 002 aims at 0.3 or less.
 	AgentRate float64
-	// ByRule, ByModel and ByFallback count decisions by source.
-	ByRule, ByModel, ByFallback int64
-	// ClassifierErrors counts failed classifications.
+	// ByRule counts decisions by a first-pass rule, ByModel by the
+	// classifier, ByFallbackRule by a fallback rule and ByFallback by
+	// Options.Default (see Source).
+	ByRule, ByModel, ByFallbackRule, ByFallback int64
+	// ClassifierErrors counts failed classifications (an error, or a route
+	// other than chat and agent); each is then decided by a fallback rule
+	// or by Default.
 	ClassifierErrors int64
 }
 
@@ -113,7 +165,7 @@ type Router struct {
 	agent *graph.Graph
 	opts  Options
 
-	messages, agentRuns, byRule, byModel, byFallback, classifierErrors atomic.Int64
+	messages, agentRuns, byRule, byModel, byFallbackRule, byFallback, classifierErrors atomic.Int64
 }
 
 // New returns a router that answers chat with chat and runs agent (built by
@@ -125,10 +177,14 @@ func New(chat llm.ChatModel, agent *graph.Graph, opts Options) (*Router, error) 
 	if opts.Rules == nil {
 		opts.Rules = DefaultRules()
 	}
-	for i, r := range opts.Rules {
-		if r.Route != Chat && r.Route != Agent {
-			return nil, fmt.Errorf("%w: rule %d has route %q; expected %q or %q", ErrInvalidOptions, i, r.Route, Chat, Agent)
-		}
+	if err := checkRoutes("rule", opts.Rules); err != nil {
+		return nil, err
+	}
+	if opts.FallbackRules == nil {
+		opts.FallbackRules = DefaultFallbackRules()
+	}
+	if err := checkRoutes("fallback rule", opts.FallbackRules); err != nil {
+		return nil, err
 	}
 	switch opts.Default {
 	case "":
@@ -141,6 +197,17 @@ func New(chat llm.ChatModel, agent *graph.Graph, opts Options) (*Router, error) 
 		opts.ClassifierPrompt = "Classify the user's message. Answer \"chat\" for greetings, small talk and questions you can answer directly; \"agent\" when answering needs tools: searching mentoring sessions, learning paths or job postings, or booking."
 	}
 	return &Router{chat: chat, agent: agent, opts: opts}, nil
+}
+
+// checkRoutes reports the first of rules (named kind in the error) whose
+// route is neither Chat nor Agent.
+func checkRoutes(kind string, rules []Rule) error {
+	for i, r := range rules {
+		if r.Route != Chat && r.Route != Agent {
+			return fmt.Errorf("%w: %s %d has route %q; expected %q or %q", ErrInvalidOptions, kind, i, r.Route, Chat, Agent)
+		}
+	}
+	return nil
 }
 
 // MatchRules returns the route of the first rule that matches msg.
@@ -158,7 +225,9 @@ func MatchRules(rules []Rule, msg string) (Route, bool) {
 	return "", false
 }
 
-// Decide routes msg without answering it.
+// Decide routes msg without answering it: first-pass rules, then the
+// classifier, then (when the classifier is missing or failed) fallback
+// rules, then Default. The Source says which decided.
 func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
 	if route, ok := MatchRules(r.opts.Rules, msg); ok {
 		r.byRule.Add(1)
@@ -171,6 +240,10 @@ func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
 			return d.Route, ByModel
 		}
 		r.classifierErrors.Add(1)
+	}
+	if route, ok := MatchRules(r.opts.FallbackRules, msg); ok {
+		r.byFallbackRule.Add(1)
+		return route, ByFallbackRule
 	}
 	r.byFallback.Add(1)
 	return r.opts.Default, ByFallback
@@ -207,6 +280,7 @@ func (r *Router) Stats() Stats {
 		AgentRuns:        r.agentRuns.Load(),
 		ByRule:           r.byRule.Load(),
 		ByModel:          r.byModel.Load(),
+		ByFallbackRule:   r.byFallbackRule.Load(),
 		ByFallback:       r.byFallback.Load(),
 		ClassifierErrors: r.classifierErrors.Load(),
 	}

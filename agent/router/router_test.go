@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,11 +38,48 @@ func TestMatchRules(t *testing.T) {
 	}
 }
 
+func TestMatchDefaultFallbackRules(t *testing.T) {
+	rules := router.DefaultFallbackRules()
+	tests := []struct {
+		msg  string
+		want router.Route
+		ok   bool
+	}{
+		{"네", router.Chat, true},
+		{"OK!", router.Chat, true},
+		{"UX 디자이너가 되고 싶어요", router.Agent, true},
+		{"개발자 되고 싶어", router.Agent, true},
+		{"프론트엔드 로드맵 알려줘", router.Agent, true},
+		{"포트폴리오는 어떻게 준비하나요?", router.Agent, true},
+		{"How do I start in data science?", router.Agent, true},
+		{"Can you recommend a course?", router.Agent, true},
+		{"네 그럼 데이터 분석가 추천해 주세요", router.Agent, true},
+		{"요즘 날씨가 좋네요", "", false},
+		{"UX 디자인 트렌드가 궁금해요", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := router.MatchRules(rules, tt.msg)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%q: %q %v, want %q %v", tt.msg, got, ok, tt.want, tt.ok)
+		}
+	}
+	// The first pass stays the confident one: it must not be replaced by
+	// the broader fallback list.
+	if _, ok := router.MatchRules(router.DefaultRules(), "UX 디자이너가 되고 싶어요"); ok {
+		t.Errorf("DefaultRules decide a message left to the classifier")
+	}
+}
+
 func decision(route string) llm.Message {
 	return llm.AI("", llm.ToolCall{Name: "route", Args: json.RawMessage(`{"route":"` + route + `"}`)})
 }
 
 func newRouter(t *testing.T, classifier llm.ChatModel, agentScript ...llm.Message) *router.Router {
+	t.Helper()
+	return newRouterOpts(t, router.Options{Classifier: classifier}, agentScript...)
+}
+
+func newRouterOpts(t *testing.T, opts router.Options, agentScript ...llm.Message) *router.Router {
 	t.Helper()
 	reg, err := tool.NewRegistry(tool.New("search_jobs", "Searches jobs.", func(context.Context, struct {
 		Keyword string `json:"keyword"`
@@ -55,35 +93,77 @@ func newRouter(t *testing.T, classifier llm.ChatModel, agentScript ...llm.Messag
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := router.New(scripted.NewScript(scripted.Options{Loop: true}, scripted.Response{Message: llm.AI("Hi! How can I help?")}), agent, router.Options{Classifier: classifier})
+	r, err := router.New(scripted.NewScript(scripted.Options{Loop: true}, scripted.Response{Message: llm.AI("Hi! How can I help?")}), agent, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
+func failing() llm.ChatModel {
+	return scripted.NewScript(scripted.Options{Loop: true}, scripted.Response{Err: errors.New("down")})
+}
+
 func TestDecide(t *testing.T) {
-	const undecided = "UX 디자이너가 되고 싶어요"
+	const (
+		// careerish is left to the classifier by DefaultRules but matched
+		// by DefaultFallbackRules; undecided is matched by neither.
+		careerish = "UX 디자이너가 되고 싶어요"
+		undecided = "UX 디자인 트렌드가 궁금해요"
+	)
+	toChat := []router.Rule{{Route: router.Chat, Keywords: []string{"되고 싶"}}}
 	tests := []struct {
-		name       string
-		classifier llm.ChatModel
-		msg        string
-		want       router.Route
-		source     router.Source
+		name   string
+		opts   router.Options
+		msg    string
+		want   router.Route
+		source router.Source
 	}{
-		{"rule", nil, "hi", router.Chat, router.ByRule},
-		{"model", scripted.New(decision("agent")), undecided, router.Agent, router.ByModel},
-		{"model says chat", scripted.New(decision("chat")), undecided, router.Chat, router.ByModel},
-		{"model fails", scripted.NewScript(scripted.Options{}, scripted.Response{Err: errors.New("down")}), undecided, router.Chat, router.ByFallback},
-		{"model answers nonsense twice", scripted.New(decision("maybe"), decision("perhaps")), undecided, router.Chat, router.ByFallback},
-		{"no model", nil, undecided, router.Chat, router.ByFallback},
+		{"rule", router.Options{}, "hi", router.Chat, router.ByRule},
+		{"rule before fallback rule", router.Options{Classifier: failing()}, "멘토 추천해 주세요", router.Agent, router.ByRule},
+		{"model", router.Options{Classifier: scripted.New(decision("agent"))}, undecided, router.Agent, router.ByModel},
+		{"model says chat over a fallback rule", router.Options{Classifier: scripted.New(decision("chat"))}, careerish, router.Chat, router.ByModel},
+		{"no model, fallback rule", router.Options{}, careerish, router.Agent, router.ByFallbackRule},
+		{"model fails, fallback rule", router.Options{Classifier: failing()}, careerish, router.Agent, router.ByFallbackRule},
+		{"model answers nonsense twice, fallback rule", router.Options{Classifier: scripted.New(decision("maybe"), decision("perhaps"))}, careerish, router.Agent, router.ByFallbackRule},
+		{"fallback chat rule over an agent default", router.Options{Default: router.Agent}, "네", router.Chat, router.ByFallbackRule},
+		{"custom fallback rules", router.Options{FallbackRules: toChat, Default: router.Agent}, careerish, router.Chat, router.ByFallbackRule},
+		{"no model, no fallback rule", router.Options{}, undecided, router.Chat, router.ByFallback},
+		{"model fails, no fallback rule", router.Options{Classifier: failing()}, undecided, router.Chat, router.ByFallback},
+		{"agent default", router.Options{Classifier: failing(), Default: router.Agent}, undecided, router.Agent, router.ByFallback},
+		{"fallback rules disabled", router.Options{FallbackRules: []router.Rule{}}, careerish, router.Chat, router.ByFallback},
+		{"fallback rules disabled, model fails", router.Options{Classifier: failing(), FallbackRules: []router.Rule{}}, careerish, router.Chat, router.ByFallback},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRouter(t, tt.classifier)
+			r := newRouterOpts(t, tt.opts)
 			got, src := r.Decide(context.Background(), tt.msg)
 			if got != tt.want || src != tt.source {
 				t.Errorf("%q by %q, want %q by %q", got, src, tt.want, tt.source)
+			}
+		})
+	}
+}
+
+// Each source is counted, and a classifier failure is counted whether a
+// fallback rule or Default then decides.
+func TestDecideStats(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name       string
+		classifier llm.ChatModel
+		want       router.Stats
+	}{
+		{"no model", nil, router.Stats{ByRule: 1, ByFallbackRule: 2, ByFallback: 1}},
+		{"model fails", failing(), router.Stats{ByRule: 1, ByFallbackRule: 2, ByFallback: 1, ClassifierErrors: 3}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRouter(t, tt.classifier)
+			for _, msg := range []string{"hi", "UX 디자이너가 되고 싶어요", "로드맵 알려줘", "UX 디자인 트렌드가 궁금해요"} {
+				r.Decide(ctx, msg)
+			}
+			if diff := cmp.Diff(tt.want, r.Stats()); diff != "" {
+				t.Errorf("stats (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -130,9 +210,17 @@ func TestBadOptions(t *testing.T) {
 		t.Errorf("nil models: %v", err)
 	}
 	agent, _ := react.New(scripted.New(), nil, react.Options{})
-	for _, o := range []router.Options{{Default: "maybe"}, {Rules: []router.Rule{{Route: "x"}}}} {
-		if _, err := router.New(scripted.New(), agent, o); !errors.Is(err, router.ErrInvalidOptions) {
-			t.Errorf("%+v: %v", o, err)
+	for _, tt := range []struct {
+		opts router.Options
+		want string
+	}{
+		{router.Options{Default: "maybe"}, `Default route "maybe"`},
+		{router.Options{Rules: []router.Rule{{Route: "x"}}}, `rule 0 has route "x"`},
+		{router.Options{FallbackRules: []router.Rule{{Route: router.Agent}, {Route: "tools"}}}, `fallback rule 1 has route "tools"; expected "chat" or "agent"`},
+	} {
+		_, err := router.New(scripted.New(), agent, tt.opts)
+		if !errors.Is(err, router.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v; want ErrInvalidOptions saying %s", tt.opts, err, tt.want)
 		}
 	}
 }

@@ -48,8 +48,9 @@ const (
 type Options struct {
 	// Checkpointer keeps conversations by thread; nil keeps none.
 	Checkpointer *checkpoint.Saver
-	// Classifier decides the messages the router's keyword rules leave
-	// open; nil uses the agent's model.
+	// Classifier decides the messages the router's first-pass keyword
+	// rules (router.DefaultRules) leave open; nil uses the agent's model.
+	// When it fails, router.DefaultFallbackRules decide, then plain chat.
 	Classifier llm.ChatModel
 	// Mode is react.NativeTools (default) or react.JSONFormat, for models
 	// without tool calling.

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -132,6 +133,33 @@ func TestGreetingGoesToChat(t *testing.T) {
 	}
 	if s := a.Router.Stats(); s.AgentRuns != 0 || s.Messages != 1 {
 		t.Errorf("stats = %+v, want 1 message, no agent run", s)
+	}
+}
+
+// When the classifier fails, career requests still reach the agent through
+// the router's fallback rules, and small talk still goes to plain chat.
+func TestClassifierFailureFallsBackToRules(t *testing.T) {
+	classifier := scripted.NewScript(scripted.Options{Loop: true}, scripted.Response{Err: errors.New("down")})
+	a, err := agent.New(scripted.New(), openService(t), agent.Options{Classifier: classifier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		msg    string
+		route  router.Route
+		source router.Source
+	}{
+		{question, router.Agent, router.ByFallbackRule},
+		{"데이터 분석가 로드맵 알려줘", router.Agent, router.ByFallbackRule},
+		{"오늘 날씨 좋네요", router.Chat, router.ByFallback},
+	} {
+		route, src := a.Router.Decide(t.Context(), tt.msg)
+		if route != tt.route || src != tt.source {
+			t.Errorf("%q: %q by %q, want %q by %q", tt.msg, route, src, tt.route, tt.source)
+		}
+	}
+	if s := a.Router.Stats(); s.ClassifierErrors != 3 {
+		t.Errorf("classifier errors = %d, want 3", s.ClassifierErrors)
 	}
 }
 

@@ -15,8 +15,10 @@ const ChatPrompt = `당신은 MateTrip의 친절한 여행 플래너입니다. �
 // ClassifierPrompt asks the router's classifier for a route.
 const ClassifierPrompt = `사용자의 메시지를 분류하세요. 인사, 잡담, 도구 없이 바로 답할 수 있는 질문은 "chat"; 장소를 찾거나 추천하거나 바꾸거나 동선을 짜야 답할 수 있는 여행 요청은 "agent".`
 
-// Rules send greetings and thanks to plain chat and messages about places
-// and routes to the agent; the classifier decides the rest.
+// Rules are the router's first pass: they send greetings and thanks to
+// plain chat and messages about places and routes to the agent; the
+// classifier decides the rest, and FallbackRules stand in for it when it
+// fails.
 func Rules() []router.Rule {
 	return []router.Rule{
 		{Route: router.Chat, Whole: true, Keywords: []string{"안녕", "안녕하세요", "반가워요", "고마워", "고마워요", "감사합니다", "hi", "hello", "hey", "thanks", "thank you"}},
@@ -24,11 +26,30 @@ func Rules() []router.Rule {
 	}
 }
 
+// FallbackRules decide, when the classifier fails, the messages Rules left
+// open. They are broader travel heuristics than Rules: a short
+// acknowledgement ("네", "ok") goes to plain chat; a replacement ("대체",
+// "바꾸", "교체"), a place or trip question ("어디", "가볼", "갈 만한",
+// "코스", "명소", "여행지", "where", "places", "trip") or a lookup verb
+// ("찾아", "알려", "검색", "find", "search", "suggest") goes to the agent.
+// What neither decides goes to plain chat.
+func FallbackRules() []router.Rule {
+	return []router.Rule{
+		{Route: router.Chat, Whole: true, Keywords: []string{"네", "응", "아니", "아니요", "좋아요", "알겠어요", "ㅋㅋ", "ㅎㅎ", "ok", "okay", "yes", "no", "lol"}},
+		{Route: router.Agent, Keywords: []string{
+			"대체", "바꾸", "교체", "어디", "가볼", "갈 만한", "코스", "명소", "여행지", "찾아", "알려", "검색",
+			"where", "places", "trip", "find", "search", "suggest", "replace", "instead",
+		}},
+	}
+}
+
 // NewRouter puts a router in front of the travel agent g (built by New):
-// greetings go to plain chat with model, travel requests to g.
+// greetings go to plain chat with model, travel requests to g: Rules first,
+// then model as the classifier, then FallbackRules, then plain chat.
 func NewRouter(model llm.ChatModel, g *graph.Graph) (*router.Router, error) {
 	r, err := router.New(model, g, router.Options{
 		Rules:            Rules(),
+		FallbackRules:    FallbackRules(),
 		Classifier:       model,
 		ClassifierPrompt: ClassifierPrompt,
 		ChatPrompt:       ChatPrompt,
