@@ -24,6 +24,11 @@ const (
 	// StructuredJSONSchema passes the schema as the response format
 	// (OpenAI's json_schema, Anthropic's output format).
 	StructuredJSONSchema StructuredMethod = "json_schema"
+	// StructuredPrompt asks for the JSON in words: the schema goes into
+	// the system message, and the JSON is read from the reply's text. It
+	// is for models with neither tool calling nor response formats (many
+	// small local models); nothing is bound to the model.
+	StructuredPrompt StructuredMethod = "prompt"
 )
 
 // StructuredOptions tune Structured.
@@ -113,8 +118,10 @@ func Structured[T any](ctx context.Context, model ChatModel, msgs []Message, opt
 		call.ToolChoice = ToolChoice(name)
 	case StructuredJSONSchema:
 		call.ResponseFormat = &ResponseFormat{Name: name, Schema: schemaJSON}
+	case StructuredPrompt:
+		msgs = withFormatPrompt(msgs, fmt.Sprintf("Reply with only one JSON object, and no other text, that matches this JSON Schema (%s: %s):\n%s", name, desc, schemaJSON))
 	default:
-		return zero, fmt.Errorf("%w: structured output method %q (want %q or %q)", ErrUnsupported, o.Method, StructuredToolCall, StructuredJSONSchema)
+		return zero, fmt.Errorf("%w: structured output method %q (want %q, %q or %q)", ErrUnsupported, o.Method, StructuredToolCall, StructuredJSONSchema, StructuredPrompt)
 	}
 
 	conv := slices.Clone(msgs)
@@ -141,6 +148,16 @@ func Structured[T any](ctx context.Context, model ChatModel, msgs []Message, opt
 		conv = append(conv, repairMessages(reply, name, err)...)
 	}
 	return zero, &StructuredOutputError{Type: typeName, Attempts: attempts, Output: lastOut, Err: last}
+}
+
+// withFormatPrompt adds instruction to the conversation's system message:
+// joined to a first system message (models follow one system message best,
+// and some accept it only first), else as a new first message.
+func withFormatPrompt(msgs []Message, instruction string) []Message {
+	if len(msgs) > 0 && msgs[0].Type == TypeSystem {
+		return append([]Message{System(msgs[0].Text() + "\n\n" + instruction)}, msgs[1:]...)
+	}
+	return append([]Message{System(instruction)}, msgs...)
 }
 
 // formatName makes a Go type name a valid tool name.
@@ -180,6 +197,12 @@ func extractJSON(reply Message, name string) (string, error) {
 	}
 	if text == "" {
 		return "", fmt.Errorf("%w: it has neither a call to %s nor JSON text", errNoJSON, name)
+	}
+	// Models without tool calling often wrap the object in a sentence.
+	if !json.Valid([]byte(text)) {
+		if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i && json.Valid([]byte(text[i:j+1])) {
+			text = text[i : j+1]
+		}
 	}
 	return text, nil
 }

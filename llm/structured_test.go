@@ -138,6 +138,29 @@ func TestStructuredJSONSchemaMethod(t *testing.T) {
 	}
 }
 
+// The prompt method binds nothing: the schema goes into the system
+// message (joined to the caller's), and the JSON is read from the reply's
+// text, even inside a sentence.
+func TestStructuredPromptMethod(t *testing.T) {
+	m := scripted.New(llm.AI(`Sure! {"use_agent": true, "reason": "needs a search"} Hope that helps.`))
+	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.System("You route messages."), llm.Human("find jobs")},
+		llm.StructuredOptions{Method: llm.StructuredPrompt, Name: "route"})
+	if err != nil || !got.UseAgent || got.Reason != "needs a search" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	r := m.Requests()[0]
+	if len(r.Tools) != 0 || r.Options.ToolChoice != "" || r.Options.ResponseFormat != nil {
+		t.Errorf("request binds tools or a format: %+v", r)
+	}
+	if len(r.Messages) != 2 {
+		t.Fatalf("request has %d messages, want the joined system message and the human one", len(r.Messages))
+	}
+	sys := r.Messages[0].Text()
+	if r.Messages[0].Type != llm.TypeSystem || !strings.HasPrefix(sys, "You route messages.") || !strings.Contains(sys, `"use_agent"`) || !strings.Contains(sys, "only one JSON object") {
+		t.Errorf("system message = %q; want the caller's prompt followed by the schema", sys)
+	}
+}
+
 func TestStructuredModelError(t *testing.T) {
 	boom := &llm.APIError{Provider: "p", StatusCode: 401}
 	m := scripted.NewScript(scripted.Options{}, scripted.Response{Err: boom})

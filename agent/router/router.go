@@ -127,6 +127,11 @@ type Options struct {
 	Classifier llm.ChatModel
 	// ClassifierPrompt is its system prompt; empty uses a built-in one.
 	ClassifierPrompt string
+	// ClassifierMethod is how the classifier is asked for its Decision
+	// (llm.StructuredOptions.Method): empty or llm.StructuredToolCall
+	// offers it a tool; llm.StructuredPrompt asks in the system prompt,
+	// for models without tool calling (react.JSONFormat agents).
+	ClassifierMethod llm.StructuredMethod
 	// FallbackRules are tried in order only when no first-pass rule
 	// matched and the classifier is missing or failed (an error, or a
 	// route other than chat and agent); the first that matches decides.
@@ -234,7 +239,7 @@ func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
 		return route, ByRule
 	}
 	if r.opts.Classifier != nil {
-		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, llm.StructuredOptions{Name: "route", Description: "Where the message should go."})
+		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, llm.StructuredOptions{Name: "route", Description: "Where the message should go.", Method: r.opts.ClassifierMethod})
 		if err == nil && (d.Route == Chat || d.Route == Agent) {
 			r.byModel.Add(1)
 			return d.Route, ByModel

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,10 +29,32 @@ import (
 // modelEnv names the variable that selects the model when --model is not given.
 const modelEnv = "WEFT_MODEL"
 
+// toolsEnv names the variable that selects how the model calls tools when
+// --tools is not given.
+const toolsEnv = "WEFT_TOOLS"
+
+// The values of --tools.
+const (
+	toolsNative = "native"
+	toolsJSON   = "json"
+)
+
+// toolMode reads the --tools value (from is where it came from, for the
+// error); "" is native.
+func toolMode(v, from string) (react.Mode, error) {
+	switch v {
+	case "", toolsNative:
+		return react.NativeTools, nil
+	case toolsJSON:
+		return react.JSONFormat, nil
+	}
+	return 0, fmt.Errorf("%s %q: want %s (the model's tool calling) or %s (a JSON reply format, for models without tool calling)", from, v, toolsNative, toolsJSON)
+}
+
 func newRunCmd() *cobra.Command {
-	var agentName, modelName, threadID, dsn string
+	var agentName, modelName, threadID, dsn, tools string
 	cmd := &cobra.Command{
-		Use:   "run --agent NAME [--model PROVIDER:MODEL] QUESTION",
+		Use:   "run --agent NAME [--model PROVIDER:MODEL] [--tools native|json] QUESTION",
 		Short: "Ask an example agent a question, streaming its answer and tool calls",
 		Long: "Ask an example agent a question. The answer streams to standard output token by token;\n" +
 			"each tool call (→) and its result (←) is shown on standard error as it happens.\n\n" +
@@ -39,8 +62,14 @@ func newRunCmd() *cobra.Command {
 			"The model is --model or $" + modelEnv + ": openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL),\n" +
 			"anthropic:MODEL (ANTHROPIC_API_KEY), ollama:MODEL (OLLAMA_HOST), azure:DEPLOYMENT,\n" +
 			"or scripted:PATH, a script of replies that runs offline.\n\n" +
+			"--tools json (or $" + toolsEnv + "=json) is for models without tool calling, such as many small\n" +
+			"Ollama models: the tools are described in the prompt and the model replies with one JSON object,\n" +
+			"{\"thought\", \"action\", \"action_input\"}, calling one tool at a time or FINISH to answer;\n" +
+			"the router's classifier is asked for its decision as JSON text too.\n" +
+			"The default, --tools native, uses the model's tool calling.\n\n" +
 			"Conversations are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "); --thread ID continues one.",
 		Example: "  weft run --agent career --model scripted:examples/career/demo.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
+			"  weft run --agent career --tools json --model scripted:examples/career/demo-json.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent travel --model openai:gpt-4o-mini \"제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요\"\n" +
 			"  weft run --agent career --thread 3f2a... \"그 멘토링 예약해 주세요. 제 아이디는 user-1이에요\"",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -50,9 +79,18 @@ func newRunCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			from := "--tools"
+			if !cmd.Flags().Changed("tools") {
+				tools, from = os.Getenv(toolsEnv), "$"+toolsEnv
+			}
+			mode, err := toolMode(tools, from)
+			if err != nil {
+				return err
+			}
 			return run(cmd.Context(), runConfig{
 				agent:    agentName,
 				model:    modelName,
+				mode:     mode,
 				thread:   threadID,
 				dsn:      dsn,
 				question: strings.Join(args, " "),
@@ -64,6 +102,7 @@ func newRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&agentName, "agent", "", "the agent to ask: "+strings.Join(examples.Agents(), ", "))
 	f.StringVar(&modelName, "model", "", "the model, e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, ollama:qwen2.5:7b, scripted:PATH (default $"+modelEnv+")")
+	f.StringVar(&tools, "tools", "", "how the model calls tools: "+toolsNative+" (its tool calling) or "+toolsJSON+" (a JSON reply format, for models without tool calling) (default $"+toolsEnv+", else "+toolsNative+")")
 	f.StringVar(&threadID, "thread", "", "continue the conversation with this id (default: a new one, printed)")
 	f.StringVar(&dsn, "db", os.Getenv(dburl.EnvVar), "database for conversations: an SQLite file, sqlite:PATH or postgres://... (default $"+dburl.EnvVar+", else "+dburl.DefaultPath+")")
 	return cmd
@@ -71,6 +110,7 @@ func newRunCmd() *cobra.Command {
 
 type runConfig struct {
 	agent, model, thread, dsn, question string
+	mode                                react.Mode
 	out, info                           io.Writer
 }
 
@@ -84,7 +124,11 @@ func run(ctx context.Context, c runConfig) error {
 		name = os.Getenv(modelEnv)
 	}
 	if name == "" {
-		return fmt.Errorf("no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:%s (offline), or set %s", e.Demo, modelEnv)
+		demo := e.Demo
+		if c.mode == react.JSONFormat && e.DemoJSON != "" {
+			demo = e.DemoJSON
+		}
+		return fmt.Errorf("no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:%s (offline), or set %s", demo, modelEnv)
 	}
 	model, err := providers.Open(ctx, name)
 	if err != nil {
@@ -101,7 +145,7 @@ func run(ctx context.Context, c runConfig) error {
 	if db.Backend == "sqlite" {
 		dataDir = filepath.Dir(db.Target)
 	}
-	a, err := e.Open(ctx, model, db.Saver, dataDir)
+	a, err := e.Open(ctx, model, examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode})
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", e.Name, err)
 	}
@@ -112,7 +156,7 @@ func run(ctx context.Context, c runConfig) error {
 		thread = uuid.NewString()
 		fmt.Fprintf(c.info, "thread %s (continue it with --thread %s)\n", thread, thread)
 	}
-	p := &printer{out: c.out, info: c.info}
+	p := &printer{out: c.out, info: c.info, json: c.mode == react.JSONFormat}
 	if a.Decide != nil && a.Decide(ctx, c.question) == router.Chat {
 		fmt.Fprintln(c.info, "· plain chat, no tools")
 		return chat(ctx, a, thread, c.question, p)
@@ -154,6 +198,12 @@ type printer struct {
 	// the task then writes is not printed again (streamed chunks need not
 	// carry the message's id).
 	streamed map[string]string
+	// json is true when the agent runs in react.JSONFormat: its tokens
+	// are a JSON object, of which only the answer is shown, and its tool
+	// calls are read from the message the agent node writes.
+	json bool
+	// answer finds the answer in the agent node's JSON as it streams.
+	answer answerStream
 }
 
 // chatContext is how many of the thread's latest messages a plain chat
@@ -215,6 +265,10 @@ func (p *printer) event(ev graph.Event) {
 			if d.Node != react.AgentNode {
 				return
 			}
+			if p.json {
+				p.token(p.answer.Write(m.Content))
+				return
+			}
 			if p.streamed == nil {
 				p.streamed = map[string]string{}
 			}
@@ -222,13 +276,54 @@ func (p *printer) event(ev graph.Event) {
 			p.chunks = append(p.chunks, m)
 			p.token(m.Content)
 		case llm.Message:
+			if p.json && d.Node == react.AgentNode {
+				// Shown from the node's update, which holds the message
+				// whether or not it was also streamed.
+				return
+			}
 			p.message(m, d.TaskID)
 		}
 	case graph.NodeUpdate:
+		if p.json && d.Node == react.AgentNode {
+			p.jsonStep(d.Update)
+			return
+		}
 		if d.Node == react.AgentNode && len(p.chunks) > 0 {
 			msg := llm.Merge(p.chunks...).Message()
 			p.chunks = nil
 			p.calls(msg.ToolCalls)
+		}
+	}
+}
+
+// jsonStep shows what the agent node wrote in react.JSONFormat: the tool
+// call it parsed from the model's JSON, or the answer, of which the part
+// not streamed yet.
+func (p *printer) jsonStep(u graph.Update) {
+	shown := p.answer.Answer()
+	p.answer = answerStream{}
+	for _, w := range u.Writes() {
+		msgs, ok := w.Value.([]llm.Message)
+		if !ok || w.Channel != react.Messages.Name() {
+			continue
+		}
+		for _, m := range msgs {
+			if m.Type != llm.TypeAI {
+				continue
+			}
+			if len(m.ToolCalls) > 0 {
+				p.calls(m.ToolCalls)
+				continue
+			}
+			text := m.Text()
+			if rest, ok := strings.CutPrefix(text, shown); ok {
+				p.token(rest)
+			} else {
+				// The streamed text was not the answer (a reply that did not
+				// parse, then a fallback answer): the answer on its own line.
+				p.endLine()
+				p.token(text)
+			}
 		}
 	}
 }
@@ -252,7 +347,13 @@ func (p *printer) message(m llm.Message, task string) {
 func (p *printer) calls(calls []llm.ToolCall) {
 	for _, c := range calls {
 		p.endLine()
-		fmt.Fprintf(p.info, "→ %s(%s)\n", c.Name, clip(string(c.Args), 200))
+		args := c.Args
+		// Arguments parsed from a model's text keep its spacing.
+		var compact bytes.Buffer
+		if json.Compact(&compact, args) == nil {
+			args = compact.Bytes()
+		}
+		fmt.Fprintf(p.info, "→ %s(%s)\n", c.Name, clip(string(args), 200))
 	}
 }
 

@@ -22,7 +22,25 @@ func runEnv(t *testing.T) string {
 	db := filepath.Join(t.TempDir(), "weft.db")
 	t.Setenv(dburl.EnvVar, db)
 	t.Setenv("WEFT_MODEL", "")
+	t.Setenv("WEFT_TOOLS", "")
 	return db
+}
+
+// inOrder checks that s holds each of wants, in order.
+func inOrder(t *testing.T, name, s string, wants ...string) {
+	t.Helper()
+	last := -1
+	for _, want := range wants {
+		i := strings.Index(s, want)
+		if i < 0 {
+			t.Errorf("%s lacks %q:\n%s", name, want, s)
+			continue
+		}
+		if i < last {
+			t.Errorf("%s has %q out of order:\n%s", name, want, s)
+		}
+		last = i
+	}
 }
 
 // writeScript writes a scripted model script and returns its model name.
@@ -67,6 +85,85 @@ func TestRunCareerDemo(t *testing.T) {
 			t.Errorf("stderr has %q out of order:\n%s", want, info)
 		}
 		last = i
+	}
+}
+
+// The JSON-mode demo runs the same conversation as demo.yaml over a model
+// without tool calling: one tool per reply, read from the model's JSON.
+// The answer streams as text, never as the model's raw JSON.
+func TestRunCareerDemoJSON(t *testing.T) {
+	const answer = "UX 디자이너는 약 24주(입문 단계) 과정으로 시작할 수 있어요."
+	for name, args := range map[string][]string{
+		"flag": {"--tools", "json"},
+		"env":  nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			runEnv(t)
+			if args == nil {
+				t.Setenv("WEFT_TOOLS", "json")
+			}
+			args = append(args, "run", "--agent", "career", "--model", "scripted:../../examples/career/demo-json.yaml", "UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?")
+			out, info, err := execute(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(out, answer) || !strings.HasSuffix(out, "원하시면 바로 예약해 드릴게요.\n") {
+				t.Errorf("stdout is not the answer:\n%s", out)
+			}
+			for _, want := range []string{"1. UX 기초와 디자인 사고 (4주)", "UI 디자인과 Figma (7주)", "김지은", "(ms-002, 온라인, 10,000원, 마지막 한 자리)"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Count(out, "김지은") != 1 || strings.ContainsAny(out, "{}") || strings.Contains(out, `\n`) {
+				t.Errorf("stdout has the answer twice, or JSON:\n%s", out)
+			}
+			inOrder(t, "stderr", info,
+				"thread ",
+				`→ get_learning_path({"career":"UX 디자이너"})`+"\n",
+				"← get_learning_path: ok {career UX 디자이너, steps: 4, topics: 13}\n",
+				`→ search_mentoring_sessions({"career_interest":"UX 디자이너"})`+"\n",
+				"← search_mentoring_sessions: ok {sessions: 2}\n",
+			)
+			if strings.Contains(info, "plain chat") {
+				t.Errorf("the question went to plain chat, not the agent:\n%s", info)
+			}
+		})
+	}
+}
+
+func TestRunTravelDemoJSON(t *testing.T) {
+	runEnv(t)
+	out, info, err := execute(t, "run", "--agent", "travel", "--tools", "json", "--model", "scripted:../../examples/travel/demo-json.yaml", "제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "제주 인기 관광지 3곳과 추천 동선입니다.\n\n1. 성산일출봉") || !strings.Contains(out, "총 이동 거리는 약 66.3 km") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	inOrder(t, "stderr", info,
+		`→ recommend_popular_places_in_region({"region":"제주","category":"관광지","limit":3})`+"\n",
+		"← recommend_popular_places_in_region: ok {places: 3}\n",
+		"→ create_travel_route(",
+		"← create_travel_route: ok {legs: 2, stops: 3}\n",
+	)
+}
+
+// In JSON mode a reply that is not JSON is sent back once; a second one
+// ends the turn with a fallback answer, shown in full.
+func TestRunJSONUnparseable(t *testing.T) {
+	runEnv(t)
+	model := writeScript(t, `
+- content: '{"route": "agent"}'
+- content: "학습 경로를 찾아볼게요."
+- content: "정말 모르겠어요."
+`)
+	out, info, err := execute(t, "run", "--agent", "career", "--tools", "json", "--model", model, "데이터 분석가가 되고 싶어요")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out == "" || strings.Contains(out, "찾아볼게요") || strings.Contains(info, "→") {
+		t.Errorf("stdout = %q, stderr = %q; want a fallback answer and no tool calls", out, info)
 	}
 }
 
@@ -143,7 +240,7 @@ func TestRunContinuesThread(t *testing.T) {
 	}
 	defer saver.Close()
 	e, _ := examples.Lookup("career")
-	a, err := e.Open(t.Context(), scripted.New(), saver.Saver, "")
+	a, err := e.Open(t.Context(), scripted.New(), examples.OpenOptions{Saver: saver.Saver})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +283,11 @@ func TestRunErrors(t *testing.T) {
 		{"not an agent", []string{"run", "--agent", "approval", "hi"}, `unknown agent "approval"; known agents: career, travel`},
 		{"no agent", []string{"run", "hi"}, "no agent: pass --agent with one of: career, travel"},
 		{"no question", []string{"run", "--agent", "career"}, "run takes the question to ask"},
+		{"bad tools", []string{"run", "--agent", "career", "--tools", "xml", "hi"},
+			`--tools "xml": want native (the model's tool calling) or json (a JSON reply format, for models without tool calling)`},
+		{"tools case", []string{"run", "--agent", "career", "--tools", "JSON", "hi"}, `--tools "JSON": want native`},
+		{"no model, JSON mode", []string{"run", "--agent", "career", "--tools", "json", "hi"},
+			"no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:examples/career/demo-json.yaml (offline), or set WEFT_MODEL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +296,21 @@ func TestRunErrors(t *testing.T) {
 				t.Errorf("err = %v\nwant %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// A bad $WEFT_TOOLS fails naming the variable; --tools overrides it.
+func TestRunToolsFromEnv(t *testing.T) {
+	runEnv(t)
+	t.Setenv("WEFT_TOOLS", "yaml")
+	model := writeScript(t, "- content: \"반가워요!\"\n")
+	_, _, err := execute(t, "run", "--agent", "career", "--model", model, "hi")
+	if want := `$WEFT_TOOLS "yaml": want native`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v\nwant %s...", err, want)
+	}
+	out, _, err := execute(t, "run", "--agent", "career", "--tools", "native", "--model", model, "hi")
+	if err != nil || out != "반가워요!\n" {
+		t.Errorf("with --tools native: stdout = %q, err = %v", out, err)
 	}
 }
 
@@ -275,7 +392,7 @@ func TestRunChatTurnIsKept(t *testing.T) {
 	}
 	defer saver.Close()
 	e, _ := examples.Lookup("career")
-	a, err := e.Open(t.Context(), scripted.New(), saver.Saver, "")
+	a, err := e.Open(t.Context(), scripted.New(), examples.OpenOptions{Saver: saver.Saver})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/examples/approval/planner"
@@ -30,14 +31,31 @@ type Example struct {
 	Summary string
 	// Build compiles a fresh copy of the graph.
 	Build func() (*graph.Graph, error)
-	// Open starts the example as a chat agent over model, keeping its
-	// conversations in saver (nil: none) and its service's data in a
-	// SQLite file in dataDir ("": a private in-memory database); nil for
-	// graphs that are not chat agents.
-	Open func(ctx context.Context, model llm.ChatModel, saver *checkpoint.Saver, dataDir string) (*Agent, error)
+	// Open starts the example as a chat agent over model; nil for graphs
+	// that are not chat agents.
+	Open func(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Agent, error)
 	// Demo is the scripted model script that runs the agent offline,
 	// relative to the module root.
 	Demo string
+	// DemoJSON is the script that runs the agent offline in
+	// react.JSONFormat, relative to the module root.
+	DemoJSON string
+}
+
+// OpenOptions configure an agent opened by Example.Open. The zero value
+// opens an agent that keeps no conversations, keeps its service's data in
+// memory and uses the model's tool calling.
+type OpenOptions struct {
+	// Saver keeps the agent's conversations by thread; nil keeps none.
+	Saver *checkpoint.Saver
+	// DataDir is the directory of the SQLite file that holds the
+	// example service's data; "" uses a private in-memory database.
+	DataDir string
+	// Mode is how the model asks for tools: react.NativeTools (the
+	// model's tool calling) or react.JSONFormat (document 002's JSON
+	// reply, for models without tool calling). In JSONFormat the router's
+	// classifier is asked for its decision as JSON text too.
+	Mode react.Mode
 }
 
 // Agent is an example agent opened for chat.
@@ -68,26 +86,28 @@ func All() []Example {
 			Build:   func() (*graph.Graph, error) { return planner.Build(nil) },
 		},
 		{
-			Name:    "career",
-			Summary: "DreamPath, a career counsellor: a router in front of a ReAct agent over mentoring, learning-path and job tools (examples/career)",
-			Build:   func() (*graph.Graph, error) { return buildGraph(openCareer) },
-			Open:    openCareer,
-			Demo:    "examples/career/demo.yaml",
+			Name:     "career",
+			Summary:  "DreamPath, a career counsellor: a router in front of a ReAct agent over mentoring, learning-path and job tools (examples/career)",
+			Build:    func() (*graph.Graph, error) { return buildGraph(openCareer) },
+			Open:     openCareer,
+			Demo:     "examples/career/demo.yaml",
+			DemoJSON: "examples/career/demo-json.yaml",
 		},
 		{
-			Name:    "travel",
-			Summary: "MateTrip, a travel planner: a ReAct agent over place tools whose post-processing nodes keep last_recommended_places current (examples/travel)",
-			Build:   func() (*graph.Graph, error) { return buildGraph(openTravel) },
-			Open:    openTravel,
-			Demo:    "examples/travel/demo.yaml",
+			Name:     "travel",
+			Summary:  "MateTrip, a travel planner: a ReAct agent over place tools whose post-processing nodes keep last_recommended_places current (examples/travel)",
+			Build:    func() (*graph.Graph, error) { return buildGraph(openTravel) },
+			Open:     openTravel,
+			Demo:     "examples/travel/demo.yaml",
+			DemoJSON: "examples/travel/demo-json.yaml",
 		},
 	}
 }
 
 // buildGraph opens an agent over a model with an empty script, only to
 // draw it, and releases its service.
-func buildGraph(open func(context.Context, llm.ChatModel, *checkpoint.Saver, string) (*Agent, error)) (*graph.Graph, error) {
-	a, err := open(context.Background(), scripted.New(), nil, "")
+func buildGraph(open func(context.Context, llm.ChatModel, OpenOptions) (*Agent, error)) (*graph.Graph, error) {
+	a, err := open(context.Background(), scripted.New(), OpenOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +125,15 @@ func serviceDB(dataDir, name string) string {
 	return filepath.Join(dataDir, "weft-"+name+".db")
 }
 
-func openCareer(ctx context.Context, model llm.ChatModel, saver *checkpoint.Saver, dataDir string) (*Agent, error) {
-	svc, err := careerservice.Open(ctx, serviceDB(dataDir, "career"))
+func openCareer(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Agent, error) {
+	svc, err := careerservice.Open(ctx, serviceDB(opts.DataDir, "career"))
 	if err != nil {
 		return nil, fmt.Errorf("career service: %w", err)
 	}
-	a, err := careeragent.New(model, svc, careeragent.Options{Checkpointer: saver})
+	a, err := careeragent.New(model, svc, careeragent.Options{
+		Checkpointer: opts.Saver,
+		Mode:         opts.Mode,
+	})
 	if err != nil {
 		svc.Close()
 		return nil, err
@@ -126,17 +149,17 @@ func openCareer(ctx context.Context, model llm.ChatModel, saver *checkpoint.Save
 	}, nil
 }
 
-func openTravel(ctx context.Context, model llm.ChatModel, saver *checkpoint.Saver, dataDir string) (*Agent, error) {
-	svc, err := travelservice.Open(ctx, serviceDB(dataDir, "travel"))
+func openTravel(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Agent, error) {
+	svc, err := travelservice.Open(ctx, serviceDB(opts.DataDir, "travel"))
 	if err != nil {
 		return nil, fmt.Errorf("travel service: %w", err)
 	}
-	g, err := travelagent.New(model, svc, travelagent.Options{Checkpointer: saver})
+	g, err := travelagent.New(model, svc, travelagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode})
 	if err != nil {
 		svc.Close()
 		return nil, err
 	}
-	r, err := travelagent.NewRouter(model, g)
+	r, err := travelagent.NewRouter(model, g, opts.Mode)
 	if err != nil {
 		svc.Close()
 		return nil, err

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
@@ -45,12 +46,20 @@ func FallbackRules() []router.Rule {
 
 // NewRouter puts a router in front of the travel agent g (built by New):
 // greetings go to plain chat with model, travel requests to g: Rules first,
-// then model as the classifier, then FallbackRules, then plain chat.
-func NewRouter(model llm.ChatModel, g *graph.Graph) (*router.Router, error) {
+// then model as the classifier, then FallbackRules, then plain chat. mode
+// is the agent's (New's Options.Mode): with react.JSONFormat the classifier
+// is asked for its decision in the system prompt, not through a tool.
+func NewRouter(model llm.ChatModel, g *graph.Graph, mode react.Mode) (*router.Router, error) {
+	// A model without tool calling is asked for its decision in words.
+	var method llm.StructuredMethod
+	if mode == react.JSONFormat {
+		method = llm.StructuredPrompt
+	}
 	r, err := router.New(model, g, router.Options{
 		Rules:            Rules(),
 		FallbackRules:    FallbackRules(),
 		Classifier:       model,
+		ClassifierMethod: method,
 		ClassifierPrompt: ClassifierPrompt,
 		ChatPrompt:       ChatPrompt,
 	})

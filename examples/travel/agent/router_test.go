@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/examples/travel/agent"
 	"github.com/weftlabs/weft/examples/travel/service"
@@ -69,7 +70,7 @@ func TestRouterFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := agent.NewRouter(model, g)
+	r, err := agent.NewRouter(model, g, react.NativeTools)
 	if err != nil {
 		t.Fatal(err)
 	}
