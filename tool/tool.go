@@ -171,8 +171,19 @@ func ResultOf[Out any](msg llm.Message) (Result[Out], error) {
 // Options tune a tool.
 type Options struct {
 	// Timeout bounds one call of this tool; zero uses the tool node's
-	// timeout.
+	// timeout. At the timeout the function's context is cancelled; see
+	// Isolate for functions that may not notice.
 	Timeout time.Duration
+	// Isolate runs the function on a goroutine of its own, so that a call
+	// is answered with a timeout error at its deadline even when the
+	// function ignores its context (a blocking call that takes none,
+	// CPU-bound work); the abandoned call finishes in the background and
+	// its result is dropped. By default the function runs on the calling
+	// goroutine, as Go code that takes a context usually expects: its
+	// context carries the deadline, and a function that ignores it
+	// overruns the timeout. Isolation costs a goroutine hand-off per call
+	// (microseconds), which matters only for very cheap tools.
+	Isolate bool
 	// Then names the post-processing node that runs after this tool
 	// (document 000's handle_* nodes); Wire adds it and routes to it.
 	// Several tools may name the same node; one of them declares Handler.
@@ -291,8 +302,10 @@ func SetMeta(ctx context.Context, key string, value any) {
 // error says why, wrapping ErrInvalidArgs, ErrTimeout, ErrPanic or
 // ErrFailed (or ErrInvalidTool for a tool that was declared wrong).
 //
-// A function that ignores its context is abandoned at the timeout: its
-// goroutine finishes in the background and its result is dropped.
+// The function runs on the calling goroutine with the deadline in its
+// context, unless the tool is declared with Options.Isolate: then a
+// function that ignores its context is abandoned at the timeout, its
+// goroutine finishing in the background and its result dropped.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage, timeout time.Duration) (Result[any], error) {
 	return t.run(ctx, args, timeout, false)
 }
@@ -341,30 +354,22 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Durat
 	}
 	box := &metaBox{}
 	ctx = context.WithValue(ctx, metaKey{}, box)
-	type outcome struct {
-		v   any
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{err: fmt.Errorf("%w: tool %s: %v\n%s", ErrPanic, t.name, p, debug.Stack())}
-			}
-		}()
-		v, err := t.call(ctx, args, fast)
-		done <- outcome{v, err}
-	}()
 	var o outcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
-		// Prefer a result that raced the deadline.
+	if t.opts.Isolate {
+		done := make(chan outcome, 1)
+		go func() { done <- t.protected(ctx, args, fast) }()
 		select {
 		case o = <-done:
-		default:
-			o.err = ctx.Err()
+		case <-ctx.Done():
+			// Prefer a result that raced the deadline.
+			select {
+			case o = <-done:
+			default:
+				o.err = ctx.Err()
+			}
 		}
+	} else {
+		o = t.protected(ctx, args, fast)
 	}
 	box.mu.Lock()
 	meta := box.m
@@ -373,6 +378,23 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Durat
 		return Result[any]{Success: true, Data: o.v, Meta: meta}, nil
 	}
 	return classify(t.name, o.err, meta, timeout)
+}
+
+// outcome is what a call of the function returned.
+type outcome struct {
+	v   any
+	err error
+}
+
+// protected calls the function, turning a panic into an ErrPanic error.
+func (t *Tool) protected(ctx context.Context, args json.RawMessage, fast any) (o outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			o = outcome{err: fmt.Errorf("%w: tool %s: %v\n%s", ErrPanic, t.name, p, debug.Stack())}
+		}
+	}()
+	v, err := t.call(ctx, args, fast)
+	return outcome{v, err}
 }
 
 func classify(name string, err error, meta map[string]any, timeout time.Duration) (Result[any], error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -123,13 +124,14 @@ func TestRunPanicAndTimeout(t *testing.T) {
 	if !errors.Is(err, tool.ErrTimeout) || res.ErrorCode != tool.CodeTimeout {
 		t.Errorf("timeout: %v %+v", err, res)
 	}
-	// A tool that ignores its context is abandoned at the timeout.
+	// An isolated tool that ignores its context is abandoned at the
+	// timeout.
 	release := make(chan struct{})
 	defer close(release)
 	deaf := tool.New("deaf", "ignores ctx", func(context.Context, struct{}) (int, error) {
 		<-release
 		return 1, nil
-	})
+	}, tool.Options{Isolate: true})
 	if _, err := deaf.Run(context.Background(), nil, time.Millisecond); !errors.Is(err, tool.ErrTimeout) {
 		t.Errorf("deaf tool: %v", err)
 	}
@@ -390,5 +392,50 @@ func TestToolMessageForm(t *testing.T) {
 	bad.Artifact = json.RawMessage(`[1]`)
 	if _, err := tool.ResultOf[string](bad); !errors.Is(err, tool.ErrInvalidResult) || !strings.Contains(err.Error(), "artifact") {
 		t.Errorf("ResultOf with a foreign artifact: %v; want ErrInvalidResult naming the artifact", err)
+	}
+}
+
+// By default a tool runs on the caller's goroutine with the deadline in
+// its context; with Isolate, a tool that ignores its context is abandoned
+// at the timeout, and answered with a timeout error.
+func TestTimeoutIsolation(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	stuck := func(context.Context, struct{}) (int, error) {
+		<-release // ignores its context
+		return 1, nil
+	}
+	isolated := tool.New("stuck", "ignores its context", stuck, tool.Options{Timeout: 20 * time.Millisecond, Isolate: true})
+	res, err := isolated.Run(context.Background(), nil, 0)
+	if !errors.Is(err, tool.ErrTimeout) || res.ErrorCode != tool.CodeTimeout {
+		t.Errorf("isolated stuck tool: %v, %+v; want a timeout", err, res)
+	}
+
+	// Cooperative (the default): the function sees the deadline, and its
+	// context error is reported as a timeout.
+	var sawDeadline bool
+	coop := tool.New("coop", "waits for its context", func(ctx context.Context, _ struct{}) (int, error) {
+		_, sawDeadline = ctx.Deadline()
+		<-ctx.Done()
+		return 0, fmt.Errorf("lookup: %w", ctx.Err())
+	}, tool.Options{Timeout: 5 * time.Millisecond})
+	res, err = coop.Run(context.Background(), nil, 0)
+	if !sawDeadline || !errors.Is(err, tool.ErrTimeout) || res.ErrorCode != tool.CodeTimeout {
+		t.Errorf("cooperative tool: deadline seen %v, %v, %+v; want a timeout", sawDeadline, err, res)
+	}
+	// A function that overruns its deadline but returns a result keeps it.
+	late := tool.New("late", "finishes late", func(ctx context.Context, _ struct{}) (int, error) {
+		<-ctx.Done()
+		return 7, nil
+	}, tool.Options{Timeout: time.Millisecond})
+	if res, err := late.Run(context.Background(), nil, 0); err != nil || res.Data != 7 {
+		t.Errorf("late result: %v, %+v; want the result kept", err, res)
+	}
+	// A panic is recovered on either path.
+	for _, iso := range []bool{false, true} {
+		boom := tool.New("boom", "panics", func(context.Context, struct{}) (int, error) { panic("kaput") }, tool.Options{Isolate: iso})
+		if res, err := boom.Run(context.Background(), nil, time.Second); !errors.Is(err, tool.ErrPanic) || res.ErrorCode != tool.CodePanic {
+			t.Errorf("Isolate %v: panic gave %v, %+v", iso, err, res)
+		}
 	}
 }
