@@ -32,6 +32,13 @@ type jsonAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }
 
+// jsonSizeHinter is implemented by message types that can estimate the
+// length of their JSON (llm.Message), so a checkpoint of many messages is
+// encoded into one buffer of about the right size.
+type jsonSizeHinter interface {
+	JSONSizeHint() int
+}
+
 // RemoveAllMessages is the id that, in a removal, removes every message
 // before it.
 const RemoveAllMessages = "__remove_all__"
@@ -441,6 +448,11 @@ func (s *messages[M]) marshal(e *valueEncoder) (json.RawMessage, bool, error) {
 	if !s.set {
 		return nil, false, nil
 	}
+	if done := min(len(s.enc), len(s.msgs)); done < len(s.msgs) {
+		if out, ok, err := s.marshalInto(done); ok || err != nil {
+			return out, true, err
+		}
+	}
 	enc, err := s.encoded()
 	if err != nil {
 		return nil, false, err
@@ -458,6 +470,56 @@ func (s *messages[M]) marshal(e *valueEncoder) (json.RawMessage, bool, error) {
 		out = append(out, b...)
 	}
 	return append(out, ']'), true, nil
+}
+
+// marshalInto encodes the value when the messages from done on have not
+// been encoded yet and can size their JSON (llm.Message): straight into
+// one buffer, whose slices become their cached encodings, so a long
+// history saved for the first time is written once rather than encoded
+// message by message and then copied into the value. ok false means the
+// messages cannot size their JSON.
+func (s *messages[M]) marshalInto(done int) (out json.RawMessage, ok bool, err error) {
+	n := 2 + len(s.msgs)
+	for _, b := range s.enc[:done] {
+		n += len(b)
+	}
+	for i := done; i < len(s.msgs); i++ {
+		h, ok := any(&s.msgs[i]).(jsonSizeHinter)
+		if !ok {
+			return nil, false, nil
+		}
+		n += h.JSONSizeHint()
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, '[')
+	for i, b := range s.enc[:done] {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, b...)
+	}
+	s.enc = s.enc[:done]
+	for i := done; i < len(s.msgs); i++ {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		start := len(buf)
+		if a, ok := any(&s.msgs[i]).(jsonAppender); ok {
+			buf, err = a.AppendJSON(buf)
+		} else {
+			var b []byte
+			if b, err = json.Marshal(s.msgs[i]); err == nil {
+				buf = append(buf, b...)
+			}
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		// Should buf outgrow its estimate, earlier slices keep the old
+		// array, which holds the same bytes: correct, if less compact.
+		s.enc = append(s.enc, buf[start:len(buf):len(buf)])
+	}
+	return append(buf, ']'), true, nil
 }
 
 func (s *messages[M]) unmarshal(data json.RawMessage) error {

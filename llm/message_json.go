@@ -30,7 +30,7 @@ func (m Message) AppendJSON(b []byte) ([]byte, error) {
 	if m.Type == "" {
 		return nil, fmt.Errorf("%w: message has no type", ErrInvalidMessage)
 	}
-	b = slices.Grow(b, len(m.Content)+len(m.ID)+len(m.Name)+64)
+	b = slices.Grow(b, m.JSONSizeHint())
 	b = append(b, `{"type":`...)
 	b = jsonx.AppendString(b, string(m.Type), true)
 	if m.ID != "" {
@@ -100,6 +100,32 @@ func (m Message) AppendJSON(b []byte) ([]byte, error) {
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// JSONSizeHint estimates the length of the JSON AppendJSON writes for m,
+// so that a caller encoding many messages into one buffer (a checkpoint of
+// a conversation) can size it once. Text that needs escaping can make the
+// JSON longer than the estimate.
+func (m Message) JSONSizeHint() int {
+	n := 112 + len(m.Type) + len(m.ID) + len(m.Name) + len(m.Content) + len(m.ToolCallID) + len(m.Status) + len(m.Artifact)
+	for _, p := range m.Parts {
+		n += 48 + len(p.Type) + len(p.Text) + len(p.ImageURL) + len(p.Detail) + len(p.Raw)
+	}
+	for _, c := range m.ToolCalls {
+		n += 56 + len(c.ID) + len(c.Name) + len(c.Args)
+	}
+	for _, c := range m.InvalidToolCalls {
+		n += 72 + len(c.ID) + len(c.Name) + len(c.Args) + len(c.Error)
+	}
+	if m.Usage != nil {
+		n += 160
+	}
+	n += 48 * len(m.ResponseMetadata)
+	for k, v := range m.AdditionalKwargs {
+		n += 8 + len(k) + len(v)
+	}
+	// Escapes (quotes, newlines) in ordinary text.
+	return n + n/32
 }
 
 // appendMarshal appends json.Marshal(v) to b.
