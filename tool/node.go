@@ -3,10 +3,9 @@ package tool
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"slices"
 	"strings"
@@ -23,12 +22,16 @@ import (
 const DefaultTimeout = 10 * time.Second
 
 // Keys of a tool message's AdditionalKwargs (never sent to a model):
-// cachedKwarg marks a message served from the cache, keyKwarg holds its
-// call's key for the cache.
+// cachedKwarg marks a message served from the cache; keyKwarg holds a
+// checksum of its call (tool and canonical arguments) that lets the cache
+// skip calls that differ without comparing their arguments.
 const (
 	cachedKwarg = "weft_cached"
 	keyKwarg    = "weft_call_key"
 )
+
+// castagnoli is CRC-32C, computed in hardware on amd64 and arm64.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // NodeOptions tune the tool node.
 type NodeOptions struct {
@@ -84,40 +87,45 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 			}
 		}
 		out := make([]llm.Message, len(last.ToolCalls))
-		// Identical calls of one message run once.
-		var first map[string]int
-		var dupOf map[int]int
-		if opts.Cache && len(calls) > 1 {
-			first, dupOf = map[string]int{}, map[int]int{}
-		}
-		keys := make([]string, len(last.ToolCalls))
-		canon := make([]bool, len(last.ToolCalls))
-		var run []int
-		for i, c := range last.ToolCalls {
-			var key string
+		// canon says which calls' arguments are in canonical form
+		// (jsonx.Canonical, the usual case): they decode on a fast path,
+		// and compare as bytes for the cache.
+		canon := make([]bool, len(calls))
+		keys := make([]string, len(calls))
+		for i, c := range calls {
+			canon[i] = jsonx.Canonical(c.Args)
 			if opts.Cache {
-				key, canon[i] = callKey(c.Name, c.Args)
-				keys[i] = key
+				keys[i] = callKey(c, canon[i])
 			}
+		}
+		// With the cache, a call identical to an earlier successful one
+		// of the turn is answered with its result, and identical calls of
+		// this message run once.
+		var dupOf map[int]int
+		var run []int
+	calls:
+		for i, c := range calls {
 			if opts.Cache {
-				if hit, ok := cachedResult(history[:len(history)-1], key); ok {
+				if hit, ok := cachedResult(history[:len(history)-1], c, canon[i], keys[i]); ok {
 					out[i] = cachedCopy(hit, c)
 					continue
 				}
-			}
-			if j, ok := first[key]; ok {
-				dupOf[i] = j
-				continue
-			}
-			if first != nil {
-				first[key] = i
+				for _, j := range run {
+					if sameCall(calls[j], canon[j], c, canon[i]) {
+						if dupOf == nil {
+							dupOf = map[int]int{}
+						}
+						dupOf[i] = j
+						continue calls
+					}
+				}
 			}
 			run = append(run, i)
 		}
 		if len(run) == 1 {
-			// One call: no goroutine of the node's own (Run has one).
+			// One call runs on the node's goroutine.
 			i := run[0]
-			out[i] = callOne(runCtx, reg, last.ToolCalls[i], opts.Timeout, canon[i])
+			out[i] = callOne(runCtx, reg, calls[i], opts.Timeout, canon[i])
 			run = nil
 		}
 		var wg sync.WaitGroup
@@ -139,7 +147,13 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 			return graph.Update{}, err
 		}
 		for i, j := range dupOf {
-			out[i] = cachedCopy(out[j], last.ToolCalls[i])
+			if !out[j].IsError() {
+				out[i] = cachedCopy(out[j], calls[i])
+			} else {
+				// A failure is not cached: the copy reports it as its own.
+				out[i] = out[j]
+				out[i].ToolCallID = calls[i].ID
+			}
 		}
 		if opts.Cache {
 			for i := range out {
@@ -241,6 +255,48 @@ func cachedCopy(hit llm.Message, c llm.ToolCall) llm.Message {
 	return m
 }
 
+// cachedResult finds the result of the turn's latest successful call
+// (after the last human message in history) identical to c, whose
+// arguments are canonical when canon is true and whose callKey is key.
+// Tool messages whose key differs are skipped unread; a matching key is
+// confirmed by comparing the calls themselves.
+func cachedResult(history []llm.Message, c llm.ToolCall, canon bool, key string) (llm.Message, bool) {
+	start := len(history)
+	for start > 0 && history[start-1].Type != llm.TypeHuman {
+		start--
+	}
+	turn := history[start:]
+	for i := len(turn) - 1; i >= 0; i-- {
+		m := turn[i]
+		if m.Type != llm.TypeTool || m.IsError() || string(m.AdditionalKwargs[keyKwarg]) != key {
+			continue
+		}
+		// Its call is in the AI message before it.
+		for j := i - 1; j >= 0; j-- {
+			if turn[j].Type != llm.TypeAI {
+				continue
+			}
+			for _, prev := range turn[j].ToolCalls {
+				if prev.ID == m.ToolCallID && sameCall(prev, jsonx.Canonical(prev.Args), c, canon) {
+					return m, true
+				}
+			}
+			break
+		}
+	}
+	return llm.Message{}, false
+}
+
+// callKey is a checksum of c's tool and canonical arguments (canon says
+// they are canonical already), kept as a JSON string.
+func callKey(c llm.ToolCall, canon bool) string {
+	h := crc32.New(castagnoli)
+	h.Write([]byte(c.Name))
+	h.Write([]byte{0})
+	h.Write(canonicalArgs(c.Args, canon))
+	return fmt.Sprintf(`"%08x"`, h.Sum32())
+}
+
 func withKwarg(kw map[string]json.RawMessage, k string, v json.RawMessage) map[string]json.RawMessage {
 	out := make(map[string]json.RawMessage, len(kw)+1)
 	maps.Copy(out, kw)
@@ -248,43 +304,33 @@ func withKwarg(kw map[string]json.RawMessage, k string, v json.RawMessage) map[s
 	return out
 }
 
-// cachedResult finds the turn's successful tool message (after the last
-// human message in history) whose call had key. Each tool message carries
-// its call's key, so the history is never parsed again.
-func cachedResult(history []llm.Message, key string) (llm.Message, bool) {
-	for i := len(history) - 1; i >= 0; i-- {
-		m := history[i]
-		if m.Type == llm.TypeHuman {
-			break
-		}
-		if m.Type == llm.TypeTool && !m.IsError() && string(m.AdditionalKwargs[keyKwarg]) == key {
-			return m, true
-		}
+// sameCall reports whether two calls name the same tool with the same
+// arguments up to key order and spacing. Arguments in canonical form (aCanon,
+// bCanon) compare as bytes; others are canonicalized first.
+func sameCall(a llm.ToolCall, aCanon bool, b llm.ToolCall, bCanon bool) bool {
+	if a.Name != b.Name {
+		return false
 	}
-	return llm.Message{}, false
+	if aCanon && bCanon {
+		return bytes.Equal(a.Args, b.Args)
+	}
+	return bytes.Equal(canonicalArgs(a.Args, aCanon), canonicalArgs(b.Args, bCanon))
 }
 
-// callKey identifies a call by its tool and canonical arguments (decoding
-// and re-encoding sorts object keys and drops spacing), hashed to keep it
-// short. Arguments already in that form (jsonx.Canonical, the usual case)
-// are hashed as they are; canonical reports it.
-func callKey(name string, args json.RawMessage) (key string, canonical bool) {
-	canon := []byte(args)
-	canonical = jsonx.Canonical(canon)
-	if !canonical {
-		var v any
-		if err := json.Unmarshal(args, &v); err == nil {
-			if b, err := json.Marshal(v); err == nil {
-				canon = b
-			}
+// canonicalArgs returns args in canonical form: decoding and re-encoding
+// sorts object keys and drops spacing. Arguments that are not JSON are
+// compared as they are.
+func canonicalArgs(args json.RawMessage, canon bool) []byte {
+	if canon {
+		return args
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err == nil {
+		if b, err := json.Marshal(v); err == nil {
+			return b
 		}
 	}
-	h := sha256.New()
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write(canon)
-	// Kept as a JSON string: it is stored and compared as it is.
-	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`, canonical
+	return args
 }
 
 // LastCalls returns the tool messages that answer the calls of the last AI

@@ -439,3 +439,40 @@ func TestTimeoutIsolation(t *testing.T) {
 		}
 	}
 }
+
+// The cache serves only successful calls of the current turn: a failed
+// call runs again, and a new human message starts a new turn.
+func TestNodeCacheScope(t *testing.T) {
+	calls := 0
+	flaky := tool.New("flaky", "fails first", func(_ context.Context, in struct {
+		Q string `json:"q"`
+	}) (int, error) {
+		calls++
+		if calls == 1 {
+			return 0, errors.New("try again")
+		}
+		return calls, nil
+	})
+	reg, _ := tool.NewRegistry(flaky)
+	opts := tool.NodeOptions{Cache: true}
+	history := []llm.Message{llm.Human("go"), llm.AI("", call("a", "flaky", `{"q":"x"}`))}
+	history = append(history, runNode(t, reg, opts, history...)...)
+	if !history[2].IsError() {
+		t.Fatalf("first call = %+v, want an error", history[2])
+	}
+	history = append(history, llm.AI("", call("b", "flaky", `{"q":"x"}`)))
+	history = append(history, runNode(t, reg, opts, history...)...)
+	if calls != 2 || tool.IsCached(history[4]) || history[4].IsError() {
+		t.Fatalf("after a failure the call ran %d times, cached %v; want it run again", calls, tool.IsCached(history[4]))
+	}
+	history = append(history, llm.AI("", call("c", "flaky", `{ "q" : "x" }`)))
+	history = append(history, runNode(t, reg, opts, history...)...)
+	if calls != 2 || !tool.IsCached(history[6]) || history[6].Content != history[4].Content || history[6].ToolCallID != "c" {
+		t.Fatalf("same call again: ran %d times, message %+v; want the cached result answering c", calls, history[6])
+	}
+	history = append(history, llm.Human("and now?"), llm.AI("", call("d", "flaky", `{"q":"x"}`)))
+	history = append(history, runNode(t, reg, opts, history...)...)
+	if calls != 3 || tool.IsCached(history[len(history)-1]) {
+		t.Fatalf("a new turn: the tool ran %d times in all, want 3 (no cache across turns)", calls)
+	}
+}
