@@ -3,6 +3,7 @@ package tool
 import (
 	"encoding"
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 )
@@ -15,11 +16,15 @@ import (
 // treat exactly as encoding/json does.
 type fieldsDecoder struct {
 	fields map[string]fieldPlan
+	// required counts the fields jsonschema.For makes required: those
+	// without omitempty or omitzero.
+	required int
 }
 
 type fieldPlan struct {
-	index int
-	kind  reflect.Kind
+	index    int
+	kind     reflect.Kind
+	required bool
 }
 
 var (
@@ -65,7 +70,16 @@ func newFieldsDecoder(t reflect.Type) *fieldsDecoder {
 		if _, dup := d.fields[name]; dup {
 			return nil
 		}
-		d.fields[name] = fieldPlan{i, ft.Kind()}
+		required := true
+		for _, o := range strings.Split(opts, ",") {
+			if o == "omitempty" || o == "omitzero" {
+				required = false
+			}
+		}
+		if required {
+			d.required++
+		}
+		d.fields[name] = fieldPlan{i, ft.Kind(), required}
 	}
 	return d
 }
@@ -126,4 +140,56 @@ func (d *fieldsDecoder) decode(v any, dst reflect.Value) bool {
 		}
 	}
 	return true
+}
+
+// valid reports whether v, decoded JSON, surely satisfies the schema
+// jsonschema.For derives for the struct (properties of these types, no
+// others, the required ones present, no nulls, integers whole and in
+// range), so validating it against that schema can be skipped, and decode
+// will fill the struct. False means not sure: validate.
+func (d *fieldsDecoder) valid(v any) bool {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	required := 0
+	for k, val := range obj {
+		p, ok := d.fields[k]
+		if !ok {
+			return false
+		}
+		switch p.kind {
+		case reflect.String:
+			if _, ok := val.(string); !ok {
+				return false
+			}
+		case reflect.Bool:
+			if _, ok := val.(bool); !ok {
+				return false
+			}
+		case reflect.Float64:
+			if _, ok := val.(float64); !ok {
+				return false
+			}
+		default:
+			x, ok := val.(float64)
+			if !ok || x != math.Trunc(x) || !intFits(x, p.kind) {
+				return false
+			}
+		}
+		if p.required {
+			required++
+		}
+	}
+	return required == d.required
+}
+
+// intFits reports whether the whole number x fits an integer of kind k.
+func intFits(x float64, k reflect.Kind) bool {
+	bits := map[reflect.Kind]int{reflect.Int8: 8, reflect.Int16: 16, reflect.Int32: 32}[k]
+	if bits == 0 {
+		bits = 64 // int, int64
+	}
+	limit := math.Ldexp(1, bits-1)
+	return x >= -limit && x < limit
 }

@@ -201,8 +201,11 @@ type Tool struct {
 	schema            *jsonschema.Resolved
 	out               reflect.Type
 	call              func(ctx context.Context, args json.RawMessage, decoded any) (any, error)
-	opts              Options
-	err               error
+	// valid, when set, reports that decoded arguments surely satisfy
+	// schema, so validating them can be skipped (see fieldsDecoder).
+	valid func(decoded any) bool
+	opts  Options
+	err   error
 }
 
 // New builds a tool from fn. The arguments' JSON Schema is derived from In,
@@ -243,6 +246,9 @@ func New[In, Out any](name, description string, fn func(ctx context.Context, in 
 	}
 	t.params, t.schema = params, resolved
 	fields := newFieldsDecoder(reflect.TypeFor[In]())
+	if fields != nil {
+		t.valid = fields.valid
+	}
 	// decoded, when not nil, is args decoded as an any: a struct of plain
 	// fields is filled from it rather than from the JSON again.
 	t.call = func(ctx context.Context, args json.RawMessage, decoded any) (any, error) {
@@ -340,9 +346,14 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Durat
 	if decoded {
 		fast = inst
 	}
-	if err := t.schema.Validate(inst); err != nil {
-		err = fmt.Errorf("%w: tool %s: %w", ErrInvalidArgs, t.name, err)
-		return failure(CodeInvalidArgs, invalidArgsText(t, err), nil), err
+	// A struct of plain fields checks its own arguments, without the
+	// general validator's allocations; anything it is unsure of is
+	// validated.
+	if t.valid == nil || !decoded || !t.valid(inst) {
+		if err := t.schema.Validate(inst); err != nil {
+			err = fmt.Errorf("%w: tool %s: %w", ErrInvalidArgs, t.name, err)
+			return failure(CodeInvalidArgs, invalidArgsText(t, err), nil), err
+		}
 	}
 	if t.opts.Timeout > 0 {
 		timeout = t.opts.Timeout
