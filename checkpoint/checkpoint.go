@@ -20,10 +20,9 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"math/rand/v2"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/weftlabs/weft/internal/ids"
 )
 
 // FormatVersion is the version of the checkpoint layout written by this package.
@@ -316,23 +315,7 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 
 // NewID returns a new time-ordered checkpoint id: ids compare as strings in
 // the order they were made.
-func NewID() string {
-	return uuid.Must(uuid.NewV7FromReader(fastRand{})).String()
-}
-
-// fastRand fills ids' random bits from math/rand/v2's per-thread source:
-// ids must be unique, not unguessable, and a run makes one per step.
-type fastRand struct{}
-
-func (fastRand) Read(p []byte) (int, error) {
-	for i := 0; i < len(p); i += 8 {
-		v := rand.Uint64()
-		for j := 0; j < 8 && i+j < len(p); j++ {
-			p[i+j] = byte(v >> (8 * j))
-		}
-	}
-	return len(p), nil
-}
+func NewID() string { return ids.TimeOrdered() }
 
 // MatchMetadata reports whether meta has every value in filter. Drivers that
 // cannot filter in their query language use it.

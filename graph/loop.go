@@ -350,8 +350,11 @@ func finishedTasks(tasks []*task) []*task {
 }
 
 func isInterrupt(err error) bool {
-	var is *interruptSignal
-	return errors.As(err, &is)
+	if err == nil {
+		return false
+	}
+	_, ok := errors.AsType[*interruptSignal](err)
+	return ok
 }
 
 // stateWrites keeps the writes to state channels.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/google/uuid"
+	"github.com/weftlabs/weft/internal/ids"
 )
 
 // MessageLike is what a message type needs for a Messages channel: an id,
@@ -71,7 +71,7 @@ func (c *MessagesChannel[M]) Write(msgs ...M) Update {
 		// The id is given now rather than when the write is applied, so the
 		// message streams, is saved and is stored under one id.
 		if m.MessageID() == "" {
-			m = m.WithMessageID(uuid.NewString())
+			m = m.WithMessageID(ids.Random())
 		}
 		ops[i] = msgOp[M]{Msg: m}
 	}
@@ -311,7 +311,7 @@ func withIDs[M MessageLike[M]](msgs []M) []M {
 	out := make([]M, len(msgs))
 	for i, m := range msgs {
 		if m.MessageID() == "" {
-			m = m.WithMessageID(uuid.NewString())
+			m = m.WithMessageID(ids.Random())
 		}
 		out[i] = m
 	}
@@ -338,7 +338,7 @@ func (s *messages[M]) apply(key string, ops msgOps[M]) error {
 				// The ops belong to the update (saved, streamed): copy.
 				ops, copied = slices.Clone(ops), true
 			}
-			ops[i].Msg = ops[i].Msg.WithMessageID(uuid.NewString())
+			ops[i].Msg = ops[i].Msg.WithMessageID(ids.Random())
 		}
 	}
 	if s.appendOnly(ops) {

@@ -76,14 +76,13 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 			return graph.Update{}, nil
 		}
 		calls := last.ToolCalls
-		// The calls run under runCtx; the node fails only when its own
-		// context ends, not at the step's deadline.
-		runCtx := ctx
+		// Each call ends by its own timeout or the step's deadline,
+		// whichever comes first; the node fails only when its own context
+		// ends.
+		var deadline time.Time
 		if opts.Deadline != nil {
 			if d, ok := opts.Deadline(s); ok {
-				var cancel context.CancelFunc
-				runCtx, cancel = context.WithDeadline(ctx, d)
-				defer cancel()
+				deadline = d
 			}
 		}
 		out := make([]llm.Message, len(last.ToolCalls))
@@ -125,7 +124,7 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 		if len(run) == 1 {
 			// One call runs on the node's goroutine.
 			i := run[0]
-			out[i] = callOne(runCtx, reg, calls[i], opts.Timeout, canon[i])
+			out[i] = callOne(ctx, reg, calls[i], opts.Timeout, deadline, canon[i])
 			run = nil
 		}
 		var wg sync.WaitGroup
@@ -139,7 +138,7 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 					sem <- struct{}{}
 					defer func() { <-sem }()
 				}
-				out[i] = callOne(runCtx, reg, calls[i], opts.Timeout, canon[i])
+				out[i] = callOne(ctx, reg, calls[i], opts.Timeout, deadline, canon[i])
 			})
 		}
 		wg.Wait()
@@ -168,15 +167,16 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 	}
 }
 
-// callOne runs call c; canonical says that its arguments are in canonical
-// form (jsonx.Canonical).
-func callOne(ctx context.Context, reg *Registry, c llm.ToolCall, timeout time.Duration, canonical bool) llm.Message {
+// callOne runs call c with timeout, ending by deadline if that is sooner
+// (zero: none); canonical says that its arguments are in canonical form
+// (jsonx.Canonical).
+func callOne(ctx context.Context, reg *Registry, c llm.ToolCall, timeout time.Duration, deadline time.Time, canonical bool) llm.Message {
 	t, ok := reg.Get(c.Name)
 	if !ok {
 		env := failure(CodeUnknownTool, fmt.Sprintf("there is no tool named %q; the tools are %v", c.Name, reg.Names()), nil)
 		return envelopeMessage(c.ID, c.Name, env, false)
 	}
-	env, err := t.run(ctx, c.Args, timeout, canonical)
+	env, err := t.run(ctx, c.Args, timeout, deadline, canonical)
 	return envelopeMessage(c.ID, c.Name, env, err == nil)
 }
 

@@ -14,6 +14,9 @@ type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]*Tool
 	order []string
+	// specs is Specs' answer, made again when the tools change: an agent
+	// asks for it at every model call.
+	specs []llm.ToolSpec
 }
 
 // NewRegistry returns a registry holding tools; the first tool that cannot
@@ -47,6 +50,7 @@ func (r *Registry) Add(t *Tool) error {
 	}
 	r.tools[t.name] = t
 	r.order = append(r.order, t.name)
+	r.specs = nil
 	return nil
 }
 
@@ -59,6 +63,7 @@ func (r *Registry) Remove(name string) bool {
 	}
 	delete(r.tools, name)
 	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
+	r.specs = nil
 	return true
 }
 
@@ -88,12 +93,30 @@ func (r *Registry) Names() []string {
 	return slices.Clone(r.order)
 }
 
-// Specs describes the tools to a model, in the order they were added.
+// Specs describes the tools to a model, in the order they were added. The
+// slice is made once per change of the tools and shared by every caller:
+// do not modify it.
 func (r *Registry) Specs() []llm.ToolSpec {
-	ts := r.Tools()
-	out := make([]llm.ToolSpec, len(ts))
-	for i, t := range ts {
-		out[i] = t.Spec()
+	r.mu.RLock()
+	specs := r.specs
+	r.mu.RUnlock()
+	if specs != nil || r.Len() == 0 {
+		return specs
 	}
-	return out
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.specs == nil {
+		r.specs = make([]llm.ToolSpec, len(r.order))
+		for i, n := range r.order {
+			r.specs[i] = r.tools[n].Spec()
+		}
+	}
+	return r.specs
+}
+
+// Len returns the number of tools.
+func (r *Registry) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.order)
 }

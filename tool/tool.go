@@ -313,12 +313,13 @@ func SetMeta(ctx context.Context, key string, value any) {
 // function that ignores its context is abandoned at the timeout, its
 // goroutine finishing in the background and its result dropped.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage, timeout time.Duration) (Result[any], error) {
-	return t.run(ctx, args, timeout, false)
+	return t.run(ctx, args, timeout, time.Time{}, false)
 }
 
-// run is Run; canonical says that jsonx.Canonical accepted args (the tool
-// node knows it from the call's cache key), so they are not checked again.
-func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Duration, canonical bool) (Result[any], error) {
+// run is Run, ending the call by deadline too if that is sooner (zero:
+// none); canonical says that jsonx.Canonical accepted args (the tool node
+// checks every call's), so they are not checked again.
+func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Duration, deadline time.Time, canonical bool) (Result[any], error) {
 	if t.err != nil {
 		return failure(CodeFailed, t.err.Error(), nil), t.err
 	}
@@ -358,9 +359,18 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Durat
 	if t.opts.Timeout > 0 {
 		timeout = t.opts.Timeout
 	}
+	// One context carries the sooner of the two ends.
+	d := deadline
 	if timeout > 0 {
+		if own := time.Now().Add(timeout); d.IsZero() || own.Before(d) {
+			d = own
+		} else {
+			timeout = 0 // the step's deadline, not the tool's timeout
+		}
+	}
+	if !d.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
 	box := &metaBox{}
