@@ -21,7 +21,8 @@ import (
 // a fake model scripted to ask for nTools tool calls, one per turn, and
 // then to answer; and one tool. The sizes follow bench.mjs: each query is a
 // UUID repeated 100 times, each tool result "result for query: <query>"
-// repeated 10 times (inside weft's result envelope), and the answer
+// repeated 10 times (the tool message's content, as in LangGraph's
+// ToolNode), and the answer
 // "answer" repeated 100 times. Input: one human message "hi?". The agent
 // runs agent -> tools N times, then agent: 2N+1 updates events.
 func reactAgent(nTools int, saver *checkpoint.Saver) (*graph.Graph, graph.Update, error) {
