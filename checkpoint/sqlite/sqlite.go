@@ -92,12 +92,6 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 	default:
 		return nil, fmt.Errorf("%w: sqlite Synchronous must be NORMAL, FULL or EXTRA, got %q", checkpoint.ErrInvalid, opts.Synchronous)
 	}
-	// Switch a new file to WAL once, before the pool's connections each
-	// ask for it: SQLite fails concurrent switches at once instead of
-	// waiting.
-	if err := sqlitefile.EnsureWAL(ctx, path, opts.BusyTimeout); err != nil {
-		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
-	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -107,7 +101,14 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 	// writers never deadlock upgrading read locks; read-only transactions
 	// stay deferred.
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	dsn := path + "?" + q.Encode()
+	// Switch a new file to WAL once, before the pool's connections each
+	// ask for it: SQLite fails concurrent switches at once instead of
+	// waiting.
+	if err := sqlitefile.EnsureWAL(ctx, dsn, opts.BusyTimeout); err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,6 +61,41 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	if rows != 1 || version != 1 {
 		t.Fatalf("weft_schema_migrations has %d rows up to version %d; want 1 row, version 1", rows, version)
+	}
+}
+
+// A file name with characters a URI would read specially ('#', '%')
+// opens that file and no other, in WAL mode.
+func TestPathWithURICharacters(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"run#1.db", "100%41.db", "a b.db"} {
+		d, err := sqlite.Open(context.Background(), filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("Open(%q): %v", name, err)
+		}
+		d.Close()
+		db, err := sql.Open("sqlite", filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+			t.Errorf("%s: journal_mode %q, %v; want wal", name, mode, err)
+		}
+		db.Close()
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.Contains(e.Name(), "-wal") && !strings.Contains(e.Name(), "-shm") {
+			names = append(names, e.Name())
+		}
+	}
+	if want := []string{"100%41.db", "a b.db", "run#1.db"}; strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("files %q, want exactly %q", names, want)
 	}
 }
 

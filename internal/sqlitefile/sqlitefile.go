@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,25 +14,22 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// EnsureWAL switches the file at path to WAL journaling, which SQLite
-// records in the file, so that connections opened on it afterwards with
-// journal_mode(WAL) find nothing to change.
+// EnsureWAL switches the database that dsn names to WAL journaling, which
+// SQLite records in the file, so that the connections a pool opens on it
+// afterwards find nothing to change. dsn is exactly what the caller gives
+// sql.Open for its pool (a plain path, or a "file:" URI, with its
+// parameters), so both name the same file however its path reads.
 //
 // Switching a file's journal mode takes an exclusive lock, and SQLite
 // answers SQLITE_BUSY at once, without waiting in its busy handler, when
 // another connection is switching the same new file at that moment: several
 // processes (or pools) opening one new file together would otherwise fail
-// at random. EnsureWAL retries the switch with a short backoff for up to
-// wait, or until ctx ends. path is a plain file path or a "file:" URI.
-func EnsureWAL(ctx context.Context, path string, wait time.Duration) error {
-	if !strings.HasPrefix(path, "file:") {
-		path = "file:" + path
-	}
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	db, err := sql.Open("sqlite", path+sep+"_pragma=busy_timeout("+strconv.FormatInt(wait.Milliseconds(), 10)+")")
+// at random, whether the switch is asked for by a journal_mode pragma in
+// dsn or here. EnsureWAL retries opening and switching with a short backoff
+// for up to wait, or until ctx ends. A database without a file (in memory,
+// or temporary) keeps its own journal mode and is no error.
+func EnsureWAL(ctx context.Context, dsn string, wait time.Duration) error {
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return err
 	}
@@ -44,10 +40,18 @@ func EnsureWAL(ctx context.Context, path string, wait time.Duration) error {
 		if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
 			return err
 		}
-		if !strings.EqualFold(mode, "wal") {
-			return fmt.Errorf("SQLite kept journal mode %q instead of WAL", mode)
+		if strings.EqualFold(mode, "wal") {
+			return nil
 		}
-		return nil
+		var seq int
+		var name, file string
+		if err := db.QueryRowContext(ctx, "PRAGMA database_list").Scan(&seq, &name, &file); err != nil {
+			return err
+		}
+		if file == "" {
+			return nil // in memory or temporary: nothing to share
+		}
+		return fmt.Errorf("SQLite kept journal mode %q instead of WAL for %s", mode, file)
 	})
 }
 

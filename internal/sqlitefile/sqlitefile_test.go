@@ -82,3 +82,12 @@ func TestRetryBusy(t *testing.T) {
 	}
 	conn.ExecContext(ctx, "ROLLBACK")
 }
+
+// A database without a file keeps its own journal mode; that is no error.
+func TestEnsureWALInMemory(t *testing.T) {
+	for _, dsn := range []string{":memory:", "file::memory:", "file:mem1?mode=memory&cache=shared", ""} {
+		if err := sqlitefile.EnsureWAL(context.Background(), dsn, time.Second); err != nil {
+			t.Errorf("EnsureWAL(%q) = %v, want nil", dsn, err)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/weftlabs/weft/store"
@@ -19,6 +21,31 @@ func TestConformance(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// ":memory:" is one private database for the store, used from several
+// goroutines at once.
+func TestInMemory(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, ":memory:", store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			key := fmt.Sprint("k", i)
+			if err := s.Put(ctx, []string{"ns"}, key, map[string]any{"i": i}, store.PutOptions{}); err != nil {
+				t.Error(err)
+				return
+			}
+			if it, err := s.Get(ctx, []string{"ns"}, key, store.GetOptions{}); err != nil || it == nil {
+				t.Errorf("Get(%s) = %v, %v", key, it, err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestShared(t *testing.T) {

@@ -80,10 +80,8 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Service, error) 
 	if now == nil {
 		now = time.Now
 	}
-	if path != ":memory:" {
-		if err := sqlitefile.EnsureWAL(ctx, path, 10*time.Second); err != nil {
-			return nil, fmt.Errorf("career: open %s: %w", path, err)
-		}
+	if err := sqlitefile.EnsureWAL(ctx, dsn(path), 10*time.Second); err != nil {
+		return nil, fmt.Errorf("career: open %s: %w", path, err)
 	}
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {

@@ -59,10 +59,8 @@ func Open(ctx context.Context, path string) (*Service, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, &InputError{Field: "path", Value: path, Expected: `a file path or ":memory:"`}
 	}
-	if path != ":memory:" {
-		if err := sqlitefile.EnsureWAL(ctx, path, 10*time.Second); err != nil {
-			return nil, fmt.Errorf("travel: open %s: %w", path, err)
-		}
+	if err := sqlitefile.EnsureWAL(ctx, dsn(path), 10*time.Second); err != nil {
+		return nil, fmt.Errorf("travel: open %s: %w", path, err)
 	}
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
