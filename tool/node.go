@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -187,11 +188,15 @@ func envelopeMessage(id, name string, env Result[any], ok bool) llm.Message {
 	a := artifact{Meta: env.Meta}
 	var content string
 	if ok {
-		var err error
-		if content, err = dataText(env.Data); err != nil {
+		text, isString, err := dataText(env.Data)
+		switch {
+		case err != nil:
 			ok = false
 			env = failure(CodeFailed, fmt.Sprintf("the result of %s cannot be encoded as JSON: %v", name, err), env.Meta)
+		case isString && readsAsJSON(text):
+			a.Format = formatText
 		}
+		content = text
 	}
 	var m llm.Message
 	if ok {
@@ -205,12 +210,12 @@ func envelopeMessage(id, name string, env Result[any], ok bool) llm.Message {
 		}
 		m = llm.ToolError(id, name, text)
 	}
-	if a.ErrorCode != "" || a.Error != "" || len(a.Meta) > 0 {
+	if a.ErrorCode != "" || a.Error != "" || len(a.Meta) > 0 || a.Format != "" {
 		b, err := encodeNoHTML(a)
 		if err != nil {
 			// Only meta can fail to encode; the model still gets its
 			// answer, and the artifact says what was lost.
-			b, _ = encodeNoHTML(artifact{ErrorCode: a.ErrorCode, Error: a.Error, Meta: map[string]any{"meta_error": err.Error()}})
+			b, _ = encodeNoHTML(artifact{ErrorCode: a.ErrorCode, Error: a.Error, Format: a.Format, Meta: map[string]any{"meta_error": err.Error()}})
 		}
 		m.Artifact = b
 	}
@@ -220,20 +225,35 @@ func envelopeMessage(id, name string, env Result[any], ok bool) llm.Message {
 // dataText is the content the model reads for a tool's data: a string as
 // it is (no copy: results can be large), anything else as JSON, encoded
 // as an Encoder with SetEscapeHTML(false) encodes it.
-func dataText(data any) (string, error) {
+func dataText(data any) (text string, isString bool, err error) {
 	switch d := data.(type) {
 	case string:
-		return d, nil
+		return d, true, nil
 	case nil:
-		return "null", nil
+		return "null", false, nil
+	}
+	// A named string type (type Summary string) is text too.
+	if v := reflect.ValueOf(data); v.Kind() == reflect.String {
+		return v.String(), true, nil
 	}
 	var sb strings.Builder
 	enc := json.NewEncoder(&sb)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(data); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return strings.TrimSuffix(sb.String(), "\n"), nil
+	return strings.TrimSuffix(sb.String(), "\n"), false, nil
+}
+
+// readsAsJSON reports whether text is also valid JSON ("42", "null",
+// "{...}"), checking its first byte before it scans the rest: most text
+// cannot start a JSON value.
+func readsAsJSON(text string) bool {
+	t := strings.TrimLeft(text, " \t\r\n")
+	if t == "" || !strings.ContainsRune(`{["-0123456789tfn`, rune(t[0])) {
+		return false
+	}
+	return json.Valid([]byte(t))
 }
 
 // encodeNoHTML encodes v as an Encoder with SetEscapeHTML(false) does,
@@ -318,14 +338,19 @@ func sameCall(a llm.ToolCall, aCanon bool, b llm.ToolCall, bCanon bool) bool {
 }
 
 // canonicalArgs returns args in canonical form: decoding and re-encoding
-// sorts object keys and drops spacing. Arguments that are not JSON are
-// compared as they are.
+// sorts object keys and drops spacing; numbers keep their spelling, so
+// 1 and 1.0 differ (a lost cache hit, never a wrong one). Arguments that
+// are not JSON are compared as they are.
 func canonicalArgs(args json.RawMessage, canon bool) []byte {
 	if canon {
 		return args
 	}
+	// Numbers keep their digits (json.Number): as float64, integers
+	// beyond 2^53 would compare equal to their neighbours.
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal(args, &v); err == nil {
+	if err := dec.Decode(&v); err == nil && !dec.More() {
 		if b, err := json.Marshal(v); err == nil {
 			return b
 		}

@@ -118,13 +118,22 @@ type artifact struct {
 	ErrorCode string         `json:"error_code,omitempty"`
 	Error     string         `json:"error,omitempty"`
 	Meta      map[string]any `json:"meta,omitempty"`
+	// Format is "text" when the content is a string result that reads
+	// as JSON too ("42", "null"), so readers of untyped data take it as
+	// the string it is; empty otherwise.
+	Format string `json:"format,omitempty"`
 }
+
+// formatText is artifact.Format for text that reads as JSON.
+const formatText = "text"
 
 // ResultOf reads back the envelope of a tool message written by the tool
 // node, with its data as an Out. A failed call reads too: Success is false
-// and Data is zero. A string Out is the content as it is; any other Out is
-// decoded from the content's JSON, except that for json.RawMessage and any
-// a content that is not JSON (a string tool's text) reads as a JSON string.
+// and Data is zero. A string Out (or a named string type) is the content as
+// it is; any other Out is decoded from the content's JSON, except that for
+// json.RawMessage and any a string tool's text reads as a string: the tool
+// node marks text that would read as JSON, and content that is not JSON is
+// text.
 // It fails with ErrInvalidResult when msg is not a tool message, its
 // artifact is not an envelope's, or its content is not an Out.
 func ResultOf[Out any](msg llm.Message) (Result[Out], error) {
@@ -132,12 +141,13 @@ func ResultOf[Out any](msg llm.Message) (Result[Out], error) {
 	if msg.Type != llm.TypeTool {
 		return r, fmt.Errorf("%w: message %q is a %s message, not a tool message", ErrInvalidResult, msg.ID, msg.Type)
 	}
+	var format string
 	if len(msg.Artifact) > 0 {
 		var a artifact
 		if err := json.Unmarshal(msg.Artifact, &a); err != nil {
 			return r, fmt.Errorf("%w: the artifact of tool message %q (tool %s) is not a result envelope {error_code, error, meta}: %w", ErrInvalidResult, msg.ID, msg.Name, err)
 		}
-		r.ErrorCode, r.Error, r.Meta = a.ErrorCode, a.Error, a.Meta
+		r.ErrorCode, r.Error, r.Meta, format = a.ErrorCode, a.Error, a.Meta, a.Format
 	}
 	r.Success = !msg.IsError()
 	if !r.Success {
@@ -147,18 +157,25 @@ func ResultOf[Out any](msg llm.Message) (Result[Out], error) {
 		return r, nil
 	}
 	content := msg.Text()
+	text := format == formatText || !json.Valid([]byte(content))
 	switch d := any(&r.Data).(type) {
 	case *string:
 		*d = content
 		return r, nil
 	case *json.RawMessage:
-		if !json.Valid([]byte(content)) {
+		if text {
 			*d, _ = json.Marshal(content)
 			return r, nil
 		}
 	case *any:
-		if !json.Valid([]byte(content)) {
+		if text {
 			*d = content
+			return r, nil
+		}
+	default:
+		// A named string type (type Summary string) is text too.
+		if v := reflect.ValueOf(&r.Data).Elem(); v.Kind() == reflect.String {
+			v.SetString(content)
 			return r, nil
 		}
 	}
@@ -284,6 +301,9 @@ type metaKey struct{}
 type metaBox struct {
 	mu sync.Mutex
 	m  map[string]any
+	// closed is set when the call's result is taken: an abandoned
+	// (Isolate) call that goes on setting metadata changes nothing.
+	closed bool
 }
 
 // SetMeta records a metadata entry for the envelope of the tool call ctx
@@ -296,14 +316,17 @@ func SetMeta(ctx context.Context, key string, value any) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
 	if b.m == nil {
 		b.m = map[string]any{}
 	}
 	b.m[key] = value
 }
 
-// Run validates args against the tool's schema and calls it, waiting at
-// most timeout (zero: no limit beyond ctx). It never panics: a panic in
+// Run validates args against the tool's schema and calls it with at most
+// timeout to finish (zero: no limit beyond ctx). It never panics: a panic in
 // the function is recovered. The envelope is always filled; on failure the
 // error says why, wrapping ErrInvalidArgs, ErrTimeout, ErrPanic or
 // ErrFailed (or ErrInvalidTool for a tool that was declared wrong).
@@ -394,9 +417,17 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Durat
 	}
 	box.mu.Lock()
 	meta := box.m
+	box.closed = true
 	box.mu.Unlock()
 	if o.err == nil {
 		return Result[any]{Success: true, Data: o.v, Meta: meta}, nil
+	}
+	// A function that gave up at its deadline may report it in words of
+	// its own ("lookup failed: context deadline exceeded" without %w):
+	// when the call's context ran out, that is a timeout too, unless the
+	// function chose its error (a *tool.Error).
+	if _, chosen := errors.AsType[*Error](o.err); !chosen && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(o.err, context.DeadlineExceeded) {
+		o.err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, o.err)
 	}
 	return classify(t.name, o.err, meta, timeout)
 }

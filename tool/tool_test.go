@@ -476,3 +476,89 @@ func TestNodeCacheScope(t *testing.T) {
 		t.Fatalf("a new turn: the tool ran %d times in all, want 3 (no cache across turns)", calls)
 	}
 }
+
+type summary string
+
+// Text results stay text for every reader: a string that reads as JSON
+// ("42") is marked as text in the artifact, and a named string type is
+// given to the model as it is, not quoted.
+func TestTextResults(t *testing.T) {
+	num := tool.New("num", "answers 42 as text", func(context.Context, struct{}) (string, error) { return "42", nil })
+	sum := tool.New("sum", "summarizes", func(context.Context, struct{}) (summary, error) { return "line 1\nline 2", nil })
+	reg, _ := tool.NewRegistry(num, sum)
+	got := runNode(t, reg, tool.NodeOptions{}, llm.Human("go"), llm.AI("", call("c1", "num", `{}`), call("c2", "sum", `{}`)))
+	if got[0].Content != "42" || string(got[0].Artifact) != `{"format":"text"}` {
+		t.Errorf("text that reads as JSON: content %q, artifact %s", got[0].Content, got[0].Artifact)
+	}
+	if a, err := tool.ResultOf[any](got[0]); err != nil || a.Data != "42" {
+		t.Errorf("ResultOf[any] = %#v, %v; want the string \"42\"", a.Data, err)
+	}
+	if r, err := tool.ResultOf[json.RawMessage](got[0]); err != nil || string(r.Data) != `"42"` {
+		t.Errorf("ResultOf[json.RawMessage] = %s, %v; want \"42\" as a JSON string", r.Data, err)
+	}
+	if got[1].Content != "line 1\nline 2" || len(got[1].Artifact) != 0 {
+		t.Errorf("named string type: content %q, artifact %s; want the text as it is", got[1].Content, got[1].Artifact)
+	}
+	if s, err := tool.ResultOf[summary](got[1]); err != nil || s.Data != "line 1\nline 2" {
+		t.Errorf("ResultOf[summary] = %q, %v", s.Data, err)
+	}
+}
+
+// A function that gives up at its deadline and says so in its own words
+// is reported as a timeout; an error it chose (a *tool.Error) stays its.
+func TestTimeoutInOwnWords(t *testing.T) {
+	words := tool.New("words", "rewords its timeout", func(ctx context.Context, _ struct{}) (int, error) {
+		<-ctx.Done()
+		return 0, fmt.Errorf("lookup failed: %v", ctx.Err())
+	}, tool.Options{Timeout: time.Millisecond})
+	if res, err := words.Run(context.Background(), nil, 0); !errors.Is(err, tool.ErrTimeout) || res.ErrorCode != tool.CodeTimeout {
+		t.Errorf("reworded timeout: %v, %+v; want a timeout", err, res)
+	}
+	chosen := tool.New("chosen", "chooses its error", func(ctx context.Context, _ struct{}) (int, error) {
+		<-ctx.Done()
+		return 0, &tool.Error{Code: "UPSTREAM_SLOW", Message: "the upstream is slow"}
+	}, tool.Options{Timeout: time.Millisecond})
+	if res, _ := chosen.Run(context.Background(), nil, 0); res.ErrorCode != "UPSTREAM_SLOW" {
+		t.Errorf("chosen error: %+v; want its own code", res)
+	}
+}
+
+// An abandoned (Isolate) call that goes on setting metadata does not race
+// with its result being written (run with -race).
+func TestIsolatedMetaAfterTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	chatty := tool.New("chatty", "sets meta forever", func(ctx context.Context, _ struct{}) (int, error) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return 0, nil
+			default:
+				tool.SetMeta(ctx, fmt.Sprint("k", i%8), i)
+			}
+		}
+	}, tool.Options{Timeout: time.Millisecond, Isolate: true})
+	reg, _ := tool.NewRegistry(chatty)
+	for range 5 {
+		got := runNode(t, reg, tool.NodeOptions{}, llm.Human("go"), llm.AI("", call("c1", "chatty", `{}`)))
+		if !got[0].IsError() {
+			t.Fatalf("got %+v, want a timeout", got[0])
+		}
+	}
+}
+
+// Integers beyond 2^53 are different arguments even where float64 cannot
+// tell them apart: the cache never serves one for the other.
+func TestNodeCacheBigIntegers(t *testing.T) {
+	order := tool.New("get_order", "gets an order", func(_ context.Context, in struct {
+		ID int64 `json:"id"`
+	}) (string, error) {
+		return fmt.Sprint("order ", in.ID), nil
+	})
+	reg, _ := tool.NewRegistry(order)
+	got := runNode(t, reg, tool.NodeOptions{Cache: true}, llm.Human("go"), llm.AI("",
+		call("a", "get_order", `{"id":9007199254740993}`), call("b", "get_order", `{"id":9007199254740992}`)))
+	if got[0].Content != "order 9007199254740993" || got[1].Content != "order 9007199254740992" || tool.IsCached(got[1]) {
+		t.Errorf("got %q and %q (cached %v); want each order's own result", got[0].Content, got[1].Content, tool.IsCached(got[1]))
+	}
+}
