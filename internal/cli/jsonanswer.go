@@ -11,8 +11,10 @@ import (
 // rather than as raw JSON. The answer is the string "answer" in the
 // reply's "action_input" object ({"action": "FINISH", "action_input":
 // {"answer": ...}}), a top-level "answer", or a string "action_input":
-// the places the react package reads it from. Text outside a JSON object
-// is ignored, and so is everything in a reply that calls a tool.
+// the places the react package reads it from. Only a reply whose
+// "action" FINISH comes first streams, and only its first answer location;
+// text outside a JSON object is ignored, and so is everything in a reply
+// that calls a tool.
 type answerStream struct {
 	stack   []frame
 	inStr   bool
@@ -30,6 +32,8 @@ type answerStream struct {
 	shown string
 	// action is the reply's "action", once read.
 	action string
+	// started is set when the answer's string begins.
+	started bool
 }
 
 // frame is an open JSON object or array.
@@ -54,7 +58,7 @@ func (a *answerStream) Write(s string) string {
 			if c == '{' {
 				// A new reply: the retry of one that did not parse.
 				a.stack = append(a.stack, frame{object: true, expectKey: true})
-				a.action, a.raw, a.flushed, a.shown = "", a.raw[:0], 0, ""
+				a.action, a.raw, a.flushed, a.shown, a.started = "", a.raw[:0], 0, "", false
 			}
 			continue
 		}
@@ -74,6 +78,7 @@ func (a *answerStream) Write(s string) string {
 			a.inStr, a.str = true, a.str[:0]
 			a.isKey = top.object && top.expectKey
 			a.capturing = !a.isKey && a.atAnswer()
+			a.started = a.started || a.capturing
 		}
 	}
 	return a.flush()
@@ -107,7 +112,11 @@ func (a *answerStream) stringByte(c byte) {
 
 // atAnswer reports whether a string value starting now is the answer.
 func (a *answerStream) atAnswer() bool {
-	if a.action != "" && !strings.EqualFold(a.action, "FINISH") {
+	// Only a reply already known to answer streams (document 002's order
+	// puts "action" first), and only its first answer location: a reply
+	// that calls a tool, or names its action late, is shown when the agent
+	// has parsed it.
+	if !strings.EqualFold(a.action, "FINISH") || a.started {
 		return false
 	}
 	switch len(a.stack) {

@@ -11,7 +11,12 @@ func TestAnswerStream(t *testing.T) {
 	}{
 		{"finish", `{"thought": "t", "action": "FINISH", "action_input": {"answer": "안녕하세요.\n\n1. \"첫\" 단계"}}`, "안녕하세요.\n\n1. \"첫\" 단계"},
 		{"escapes", `{"action": "FINISH", "action_input": {"answer": "a\\b \u00e9 \ud83d\ude00 \/ \t."}}`, "a\\b é 😀 / \t."},
-		{"answer first", `{"action_input": {"answer": "yes"}, "action": "FINISH"}`, "yes"},
+		// Before "action" is read, nothing streams: the agent's parsed
+		// answer is printed whole when its step ends.
+		{"answer first", `{"action_input": {"answer": "yes"}, "action": "FINISH"}`, ""},
+		{"string input before a tool action", `{"thought": "t", "action_input": "Seoul", "action": "search_places"}`, ""},
+		// Only the first answer location streams.
+		{"two answers", `{"action": "FINISH", "action_input": {"answer": "A"}, "answer": "B"}`, "A"},
 		{"top-level answer", `{"thought": "t", "action": "FINISH", "answer": "top"}`, "top"},
 		{"string input", `{"action": "FINISH", "action_input": "plain"}`, "plain"},
 		{"text around", "Here you go:\n```json\n{\"action\": \"FINISH\", \"action_input\": {\"answer\": \"ok\"}}\n```", "ok"},
