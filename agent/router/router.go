@@ -65,8 +65,11 @@ const (
 )
 
 // Rule routes a message that holds one of its keywords (case-insensitive).
-// With Whole, the message must be a keyword and nothing else, apart from
-// spaces, punctuation and symbols ("안녕하세요!", "hi :)").
+// A keyword that starts with an ASCII letter or digit must start a word
+// ("search" matches "searching", not "research"); any other keyword
+// (Korean, whose particles attach to words) matches anywhere. With Whole,
+// the message must be a keyword and nothing else, apart from spaces,
+// punctuation and symbols ("안녕하세요!", "hi :)").
 type Rule struct {
 	Route    Route
 	Keywords []string
@@ -222,12 +225,35 @@ func MatchRules(rules []Rule, msg string) (Route, bool) {
 	for _, r := range rules {
 		for _, k := range r.Keywords {
 			k = strings.ToLower(k)
-			if r.Whole && bare == k || !r.Whole && strings.Contains(text, k) {
+			if r.Whole && bare == k || !r.Whole && containsKeyword(text, k) {
 				return r.Route, true
 			}
 		}
 	}
 	return "", false
+}
+
+// containsKeyword reports whether text holds k, at the start of a word
+// when k starts with an ASCII letter or digit.
+func containsKeyword(text, k string) bool {
+	if k == "" || !isASCIIWordByte(k[0]) {
+		return k != "" && strings.Contains(text, k)
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], k)
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		if at == 0 || !isASCIIWordByte(text[at-1]) {
+			return true
+		}
+		i = at + 1
+	}
+}
+
+func isASCIIWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // Decide routes msg without answering it: first-pass rules, then the

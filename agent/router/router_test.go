@@ -56,6 +56,10 @@ func TestMatchDefaultFallbackRules(t *testing.T) {
 		{"네 그럼 데이터 분석가 추천해 주세요", router.Agent, true},
 		{"요즘 날씨가 좋네요", "", false},
 		{"UX 디자인 트렌드가 궁금해요", "", false},
+		// English keywords start a word: "search" is not in "research".
+		{"I did some research on it", "", false},
+		{"I was searching for a mentor", router.Agent, true},
+		{"pathfinder", "", false},
 	}
 	for _, tt := range tests {
 		got, ok := router.MatchRules(rules, tt.msg)
