@@ -4,7 +4,6 @@ package jsonx
 
 import (
 	"encoding/binary"
-	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -132,30 +131,4 @@ func AppendString(dst []byte, s string, escapeHTML bool) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// WriteString writes s to sb as a JSON string, as AppendString does. A
-// strings.Builder grown to size allocates without clearing and its String
-// does not copy, which matters for large text.
-func WriteString(sb *strings.Builder, s string, escapeHTML bool) {
-	sb.WriteByte('"')
-	for len(s) > 0 {
-		n := safeWords(s, escapeHTML)
-		for n < len(s) && s[n] < utf8.RuneSelf && s[n] >= 0x20 && s[n] != '"' && s[n] != '\\' && (!escapeHTML || (s[n] != '<' && s[n] != '>' && s[n] != '&')) {
-			n++
-		}
-		sb.WriteString(s[:n])
-		s = s[n:]
-		if len(s) == 0 {
-			break
-		}
-		// s[0] needs escaping or is not ASCII: let AppendString handle the
-		// next rune.
-		_, size := utf8.DecodeRuneInString(s)
-		var buf [16]byte
-		esc := AppendString(buf[:0], s[:size], escapeHTML)
-		sb.Write(esc[1 : len(esc)-1])
-		s = s[size:]
-	}
-	sb.WriteByte('"')
 }
