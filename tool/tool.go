@@ -157,18 +157,19 @@ func ResultOf[Out any](msg llm.Message) (Result[Out], error) {
 		return r, nil
 	}
 	content := msg.Text()
-	text := format == formatText || !json.Valid([]byte(content))
+	// Only untyped readers need to know whether the content is text.
+	isText := func() bool { return format == formatText || !json.Valid([]byte(content)) }
 	switch d := any(&r.Data).(type) {
 	case *string:
 		*d = content
 		return r, nil
 	case *json.RawMessage:
-		if text {
+		if isText() {
 			*d, _ = json.Marshal(content)
 			return r, nil
 		}
 	case *any:
-		if text {
+		if isText() {
 			*d = content
 			return r, nil
 		}
