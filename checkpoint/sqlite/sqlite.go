@@ -101,14 +101,10 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 	// writers never deadlock upgrading read locks; read-only transactions
 	// stay deferred.
 	q.Set("_txlock", "immediate")
-	dsn := path + "?" + q.Encode()
-	// Switch a new file to WAL once, before the pool's connections each
-	// ask for it: SQLite fails concurrent switches at once instead of
-	// waiting.
-	if err := sqlitefile.EnsureWAL(ctx, dsn, opts.BusyTimeout); err != nil {
-		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", dsn)
+	// sqlitefile.Open switches a new file to WAL once, before the pool's
+	// connections each ask for it: SQLite fails concurrent switches at
+	// once instead of waiting.
+	db, err := sqlitefile.Open(ctx, path+"?"+q.Encode(), opts.BusyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
 	}

@@ -29,13 +29,37 @@ import (
 // for up to wait, or until ctx ends. A database without a file (in memory,
 // or temporary) keeps its own journal mode and is no error.
 func EnsureWAL(ctx context.Context, dsn string, wait time.Duration) error {
+	_, err := ensureWAL(ctx, dsn, wait)
+	return err
+}
+
+// Open opens a connection pool on dsn for the caller, after EnsureWAL. A
+// database without a file is one database per connection, so its pool is
+// kept to one connection: the caller's writes and reads see one database.
+func Open(ctx context.Context, dsn string, wait time.Duration) (*sql.DB, error) {
+	fileless, err := ensureWAL(ctx, dsn, wait)
+	if err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if fileless {
+		db.SetMaxOpenConns(1)
+	}
+	return db, nil
+}
+
+// ensureWAL is EnsureWAL, also reporting whether the database has no file.
+func ensureWAL(ctx context.Context, dsn string, wait time.Duration) (fileless bool, err error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return false, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	return RetryBusy(ctx, wait, func() error {
+	err = RetryBusy(ctx, wait, func() error {
 		var mode string
 		if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
 			return err
@@ -49,10 +73,12 @@ func EnsureWAL(ctx context.Context, dsn string, wait time.Duration) error {
 			return err
 		}
 		if file == "" {
-			return nil // in memory or temporary: nothing to share
+			fileless = true // in memory or temporary: nothing to share
+			return nil
 		}
 		return fmt.Errorf("SQLite kept journal mode %q instead of WAL for %s", mode, file)
 	})
+	return fileless, err
 }
 
 // RetryBusy calls fn until it returns something other than SQLITE_BUSY,

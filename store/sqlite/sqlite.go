@@ -75,17 +75,9 @@ func Open(ctx context.Context, path string, cfg store.Config) (*store.Store, err
 // OpenBackend opens the file at path with DSN(path) and migrates it. The
 // backend owns the connection pool and closes it on Close.
 func OpenBackend(ctx context.Context, path string) (*Backend, error) {
-	if err := sqlitefile.EnsureWAL(ctx, DSN(path), 10*time.Second); err != nil {
-		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", DSN(path))
+	db, err := sqlitefile.Open(ctx, DSN(path), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
-	}
-	if path == ":memory:" {
-		// Every connection to ":memory:" is a database of its own: keep
-		// one, so the store is one database.
-		db.SetMaxOpenConns(1)
 	}
 	b, err := NewBackend(ctx, db)
 	if err != nil {

@@ -80,16 +80,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Service, error) 
 	if now == nil {
 		now = time.Now
 	}
-	if err := sqlitefile.EnsureWAL(ctx, dsn(path), 10*time.Second); err != nil {
-		return nil, fmt.Errorf("career: open %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", dsn(path))
+	// One connection for ":memory:", which is a database per connection.
+	db, err := sqlitefile.Open(ctx, dsn(path), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("career: open %s: %w", path, err)
-	}
-	if path == ":memory:" {
-		// Every connection to ":memory:" is a database of its own: keep one.
-		db.SetMaxOpenConns(1)
 	}
 	s := &Service{db: db, now: now}
 	if err := s.migrate(ctx); err != nil {

@@ -59,16 +59,10 @@ func Open(ctx context.Context, path string) (*Service, error) {
 	if strings.TrimSpace(path) == "" {
 		return nil, &InputError{Field: "path", Value: path, Expected: `a file path or ":memory:"`}
 	}
-	if err := sqlitefile.EnsureWAL(ctx, dsn(path), 10*time.Second); err != nil {
-		return nil, fmt.Errorf("travel: open %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", dsn(path))
+	// One connection for ":memory:", which is a database per connection.
+	db, err := sqlitefile.Open(ctx, dsn(path), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("travel: open %s: %w", path, err)
-	}
-	if path == ":memory:" {
-		// Every connection to ":memory:" is a database of its own: keep one.
-		db.SetMaxOpenConns(1)
 	}
 	s := &Service{db: db}
 	if err := s.migrate(ctx); err != nil {
