@@ -111,7 +111,7 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 					continue
 				}
 				for _, j := range run {
-					if sameCall(calls[j], canon[j], c, canon[i]) {
+					if keys[j] == keys[i] && sameCall(calls[j], canon[j], c, canon[i]) {
 						if dupOf == nil {
 							dupOf = map[int]int{}
 						}
@@ -310,11 +310,10 @@ func cachedResult(history []llm.Message, c llm.ToolCall, canon bool, key string)
 // callKey is a checksum of c's tool and canonical arguments (canon says
 // they are canonical already), kept as a JSON string.
 func callKey(c llm.ToolCall, canon bool) string {
-	h := crc32.New(castagnoli)
-	h.Write([]byte(c.Name))
-	h.Write([]byte{0})
-	h.Write(canonicalArgs(c.Args, canon))
-	return fmt.Sprintf(`"%08x"`, h.Sum32())
+	sum := crc32.Update(0, castagnoli, []byte(c.Name))
+	sum = crc32.Update(sum, castagnoli, []byte{0})
+	sum = crc32.Update(sum, castagnoli, canonicalArgs(c.Args, canon))
+	return fmt.Sprintf(`"%08x"`, sum)
 }
 
 func withKwarg(kw map[string]json.RawMessage, k string, v json.RawMessage) map[string]json.RawMessage {
