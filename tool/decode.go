@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -95,6 +96,25 @@ func plainName(s string) bool {
 	return true
 }
 
+// accepts reports whether the decoded JSON value val surely suits the
+// field: a string, bool or float64 of the field's kind, or a whole number
+// in range for an integer field. null is not accepted.
+func (p fieldPlan) accepts(val any) bool {
+	switch p.kind {
+	case reflect.String:
+		_, ok := val.(string)
+		return ok
+	case reflect.Bool:
+		_, ok := val.(bool)
+		return ok
+	case reflect.Float64:
+		_, ok := val.(float64)
+		return ok
+	}
+	x, ok := val.(float64)
+	return ok && x == math.Trunc(x) && intFits(x, p.kind)
+}
+
 // decode fills the struct dst points to from v and reports whether it
 // could; when not, dst may be partly filled.
 func (d *fieldsDecoder) decode(v any, dst reflect.Value) bool {
@@ -111,32 +131,19 @@ func (d *fieldsDecoder) decode(v any, dst reflect.Value) bool {
 		if val == nil {
 			continue // null leaves a field as it is
 		}
+		if !p.accepts(val) {
+			return false
+		}
 		f := dst.Field(p.index)
 		switch p.kind {
 		case reflect.String:
-			s, ok := val.(string)
-			if !ok {
-				return false
-			}
-			f.SetString(s)
+			f.SetString(val.(string))
 		case reflect.Bool:
-			b, ok := val.(bool)
-			if !ok {
-				return false
-			}
-			f.SetBool(b)
+			f.SetBool(val.(bool))
 		case reflect.Float64:
-			x, ok := val.(float64)
-			if !ok {
-				return false
-			}
-			f.SetFloat(x)
+			f.SetFloat(val.(float64))
 		default:
-			x, ok := val.(float64)
-			if !ok || x != float64(int64(x)) || f.OverflowInt(int64(x)) {
-				return false
-			}
-			f.SetInt(int64(x))
+			f.SetInt(int64(val.(float64)))
 		}
 	}
 	return true
@@ -155,27 +162,8 @@ func (d *fieldsDecoder) valid(v any) bool {
 	required := 0
 	for k, val := range obj {
 		p, ok := d.fields[k]
-		if !ok {
+		if !ok || !p.accepts(val) {
 			return false
-		}
-		switch p.kind {
-		case reflect.String:
-			if _, ok := val.(string); !ok {
-				return false
-			}
-		case reflect.Bool:
-			if _, ok := val.(bool); !ok {
-				return false
-			}
-		case reflect.Float64:
-			if _, ok := val.(float64); !ok {
-				return false
-			}
-		default:
-			x, ok := val.(float64)
-			if !ok || x != math.Trunc(x) || !intFits(x, p.kind) {
-				return false
-			}
 		}
 		if p.required {
 			required++
@@ -186,9 +174,16 @@ func (d *fieldsDecoder) valid(v any) bool {
 
 // intFits reports whether the whole number x fits an integer of kind k.
 func intFits(x float64, k reflect.Kind) bool {
-	bits := map[reflect.Kind]int{reflect.Int8: 8, reflect.Int16: 16, reflect.Int32: 32}[k]
-	if bits == 0 {
-		bits = 64 // int, int64
+	bits := 64
+	switch k {
+	case reflect.Int8:
+		bits = 8
+	case reflect.Int16:
+		bits = 16
+	case reflect.Int32:
+		bits = 32
+	case reflect.Int:
+		bits = strconv.IntSize
 	}
 	limit := math.Ldexp(1, bits-1)
 	return x >= -limit && x < limit
