@@ -214,19 +214,26 @@ func (s *messages[M]) reset(msgs []M) {
 // encoded returns the JSON of every message, encoding those not yet cached.
 func (s *messages[M]) encoded() ([]json.RawMessage, error) {
 	for i := len(s.enc); i < len(s.msgs); i++ {
-		var b []byte
-		var err error
-		if a, ok := any(&s.msgs[i]).(jsonAppender); ok {
-			b, err = a.AppendJSON(nil)
-		} else {
-			b, err = json.Marshal(s.msgs[i])
-		}
+		b, err := appendMessage(nil, &s.msgs[i])
 		if err != nil {
 			return nil, err
 		}
 		s.enc = append(s.enc, b)
 	}
 	return s.enc[:len(s.msgs):len(s.msgs)], nil
+}
+
+// appendMessage appends m's JSON to buf: its own AppendJSON when it has
+// one (llm.Message), else encoding/json's.
+func appendMessage[M any](buf []byte, m *M) ([]byte, error) {
+	if a, ok := any(m).(jsonAppender); ok {
+		return a.AppendJSON(buf)
+	}
+	b, err := json.Marshal(*m)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, b...), nil
 }
 
 func (s *messages[M]) pos(id string) (int, bool) {
@@ -444,76 +451,42 @@ func (s *messages[M]) clone() slot {
 	return &c
 }
 
+// marshal writes the whole list. Messages not encoded yet are encoded
+// straight into the value, in a buffer sized once (llm.Message estimates
+// its JSON), and their cached encodings are slices of it: a long history
+// saved for the first time is written once, not encoded message by
+// message and then copied.
 func (s *messages[M]) marshal(e *valueEncoder) (json.RawMessage, bool, error) {
 	if !s.set {
 		return nil, false, nil
 	}
-	if done := min(len(s.enc), len(s.msgs)); done < len(s.msgs) {
-		if out, ok, err := s.marshalInto(done); ok || err != nil {
-			return out, true, err
-		}
-	}
-	enc, err := s.encoded()
-	if err != nil {
-		return nil, false, err
-	}
-	n := 2 + len(enc)
-	for _, b := range enc {
-		n += len(b)
-	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	for i, b := range enc {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, b...)
-	}
-	return append(out, ']'), true, nil
-}
-
-// marshalInto encodes the value when the messages from done on have not
-// been encoded yet and can size their JSON (llm.Message): straight into
-// one buffer, whose slices become their cached encodings, so a long
-// history saved for the first time is written once rather than encoded
-// message by message and then copied into the value. ok false means the
-// messages cannot size their JSON.
-func (s *messages[M]) marshalInto(done int) (out json.RawMessage, ok bool, err error) {
+	done := min(len(s.enc), len(s.msgs))
+	s.enc = s.enc[:done]
 	n := 2 + len(s.msgs)
-	for _, b := range s.enc[:done] {
+	for _, b := range s.enc {
 		n += len(b)
 	}
 	for i := done; i < len(s.msgs); i++ {
-		h, ok := any(&s.msgs[i]).(jsonSizeHinter)
-		if !ok {
-			return nil, false, nil
+		if h, ok := any(&s.msgs[i]).(jsonSizeHinter); ok {
+			n += h.JSONSizeHint()
+		} else {
+			n += 256
 		}
-		n += h.JSONSizeHint()
 	}
 	buf := make([]byte, 0, n)
 	buf = append(buf, '[')
-	for i, b := range s.enc[:done] {
+	for i := range s.msgs {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, b...)
-	}
-	s.enc = s.enc[:done]
-	for i := done; i < len(s.msgs); i++ {
-		if i > 0 {
-			buf = append(buf, ',')
+		if i < done {
+			buf = append(buf, s.enc[i]...)
+			continue
 		}
 		start := len(buf)
-		if a, ok := any(&s.msgs[i]).(jsonAppender); ok {
-			buf, err = a.AppendJSON(buf)
-		} else {
-			var b []byte
-			if b, err = json.Marshal(s.msgs[i]); err == nil {
-				buf = append(buf, b...)
-			}
-		}
-		if err != nil {
-			return nil, true, err
+		var err error
+		if buf, err = appendMessage(buf, &s.msgs[i]); err != nil {
+			return nil, false, err
 		}
 		// Should buf outgrow its estimate, earlier slices keep the old
 		// array, which holds the same bytes: correct, if less compact.
