@@ -100,7 +100,7 @@ func (r *Registry) Specs() []llm.ToolSpec {
 	r.mu.RLock()
 	specs := r.specs
 	r.mu.RUnlock()
-	if specs != nil || r.Len() == 0 {
+	if specs != nil {
 		return specs
 	}
 	r.mu.Lock()
@@ -112,11 +112,4 @@ func (r *Registry) Specs() []llm.ToolSpec {
 		}
 	}
 	return r.specs
-}
-
-// Len returns the number of tools.
-func (r *Registry) Len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.order)
 }
