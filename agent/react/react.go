@@ -82,6 +82,16 @@ const (
 	MetaFallback = "react_fallback"
 )
 
+// StructuredMethod is how a model of this mode is asked for structured
+// output (a router's classifier, say): by a tool call for NativeTools,
+// in the system prompt for JSONFormat, whose models reject tools.
+func (m Mode) StructuredMethod() llm.StructuredMethod {
+	if m == JSONFormat {
+		return llm.StructuredPrompt
+	}
+	return llm.StructuredToolCall
+}
+
 // ErrInvalidOptions: the agent's options are out of range.
 var ErrInvalidOptions = errors.New("react: invalid options")
 

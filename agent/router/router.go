@@ -101,7 +101,7 @@ func DefaultRules() []Rule {
 //     "portfolio", "resume", "interview") goes to the agent.
 func DefaultFallbackRules() []Rule {
 	return []Rule{
-		{Route: Chat, Whole: true, Keywords: []string{"네", "응", "아니", "아니요", "좋아요", "알겠어요", "ㅋㅋ", "ㅎㅎ", "ok", "okay", "yes", "no", "lol"}},
+		AcknowledgementRule(),
 		{Route: Agent, Keywords: []string{
 			"추천", "찾아", "알려", "검색", "어떻게 시작", "어떻게 해야", "어떻게 준비", "뭐부터", "되고 싶", "되려면",
 			"진로", "커리어", "로드맵", "포트폴리오", "이력서", "자기소개서", "면접", "자격증",
@@ -109,6 +109,13 @@ func DefaultFallbackRules() []Rule {
 			"career", "roadmap", "portfolio", "resume", "interview",
 		}},
 	}
+}
+
+// AcknowledgementRule sends a short acknowledgement and nothing else ("네",
+// "응", "ㅋㅋ", "ok", "yes", "no") to plain chat: the first of
+// DefaultFallbackRules, for fallback lists of other subjects to start with.
+func AcknowledgementRule() Rule {
+	return Rule{Route: Chat, Whole: true, Keywords: []string{"네", "응", "아니", "아니요", "좋아요", "알겠어요", "ㅋㅋ", "ㅎㅎ", "ok", "okay", "yes", "no", "lol"}}
 }
 
 // Reply is the router's answer; its JSON form is {message, used_agent,
@@ -236,8 +243,11 @@ func MatchRules(rules []Rule, msg string) (Route, bool) {
 // containsKeyword reports whether text holds k, at the start of a word
 // when k starts with an ASCII letter or digit.
 func containsKeyword(text, k string) bool {
-	if k == "" || !isASCIIWordByte(k[0]) {
-		return k != "" && strings.Contains(text, k)
+	if k == "" {
+		return false
+	}
+	if !isASCIIWordByte(k[0]) {
+		return strings.Contains(text, k)
 	}
 	for i := 0; ; {
 		j := strings.Index(text[i:], k)

@@ -91,14 +91,9 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error
 	if classifier == nil {
 		classifier = model
 	}
-	// A model without tool calling is asked for its decision in words.
-	var method llm.StructuredMethod
-	if opts.Mode == react.JSONFormat {
-		method = llm.StructuredPrompt
-	}
 	r, err := router.New(model, g, router.Options{
 		Classifier:       classifier,
-		ClassifierMethod: method,
+		ClassifierMethod: opts.Mode.StructuredMethod(),
 		ClassifierPrompt: ClassifierPrompt,
 		ChatPrompt:       ChatPrompt,
 	})

@@ -36,7 +36,7 @@ func Rules() []router.Rule {
 // What neither decides goes to plain chat.
 func FallbackRules() []router.Rule {
 	return []router.Rule{
-		{Route: router.Chat, Whole: true, Keywords: []string{"네", "응", "아니", "아니요", "좋아요", "알겠어요", "ㅋㅋ", "ㅎㅎ", "ok", "okay", "yes", "no", "lol"}},
+		router.AcknowledgementRule(),
 		{Route: router.Agent, Keywords: []string{
 			"대체", "바꾸", "교체", "어디", "가볼", "갈 만한", "코스", "명소", "여행지", "찾아", "알려", "검색",
 			"where", "places", "trip", "find", "search", "suggest", "replace", "instead",
@@ -50,16 +50,11 @@ func FallbackRules() []router.Rule {
 // is the agent's (New's Options.Mode): with react.JSONFormat the classifier
 // is asked for its decision in the system prompt, not through a tool.
 func NewRouter(model llm.ChatModel, g *graph.Graph, mode react.Mode) (*router.Router, error) {
-	// A model without tool calling is asked for its decision in words.
-	var method llm.StructuredMethod
-	if mode == react.JSONFormat {
-		method = llm.StructuredPrompt
-	}
 	r, err := router.New(model, g, router.Options{
 		Rules:            Rules(),
 		FallbackRules:    FallbackRules(),
 		Classifier:       model,
-		ClassifierMethod: method,
+		ClassifierMethod: mode.StructuredMethod(),
 		ClassifierPrompt: ClassifierPrompt,
 		ChatPrompt:       ChatPrompt,
 	})
