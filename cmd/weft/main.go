@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/weftlabs/weft/internal/cli"
+	"github.com/weftlabs/weft/cmd/weft/internal/cli"
 )
 
 // version is set at release time: go build -ldflags "-X main.version=v1.2.3".

@@ -12,7 +12,7 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/graph"
-	"github.com/weftlabs/weft/internal/examples"
+	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	"github.com/weftlabs/weft/store"
 	storepg "github.com/weftlabs/weft/store/postgres"
 	storesqlite "github.com/weftlabs/weft/store/sqlite"

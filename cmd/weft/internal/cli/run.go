@@ -20,7 +20,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/graph"
-	"github.com/weftlabs/weft/internal/examples"
+	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/providers"
 	"github.com/weftlabs/weft/tool"

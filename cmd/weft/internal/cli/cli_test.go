@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weftlabs/weft/internal/cli"
-	"github.com/weftlabs/weft/internal/examples"
+	"github.com/weftlabs/weft/cmd/weft/internal/cli"
+	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	_ "modernc.org/sqlite"
 )
 

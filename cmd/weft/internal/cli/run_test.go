@@ -9,7 +9,7 @@ import (
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
-	"github.com/weftlabs/weft/internal/examples"
+	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
 )
