@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weftlabs/weft/checkpoint/dburl"
-	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/store"
 	storepg "github.com/weftlabs/weft/store/postgres"
 	storesqlite "github.com/weftlabs/weft/store/sqlite"
