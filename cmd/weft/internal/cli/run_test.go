@@ -55,7 +55,7 @@ func writeScript(t *testing.T, yaml string) string {
 
 func TestRunCareerDemo(t *testing.T) {
 	runEnv(t)
-	out, info, err := execute(t, "run", "--agent", "career", "--model", "scripted:../../examples/career/demo.yaml", "UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?")
+	out, info, err := execute(t, "run", "--agent", "career", "--model", "scripted:../../../../examples/career/demo.yaml", "UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRunCareerDemoJSON(t *testing.T) {
 			if args == nil {
 				t.Setenv("WEFT_TOOLS", "json")
 			}
-			args = append(args, "run", "--agent", "career", "--model", "scripted:../../examples/career/demo-json.yaml", "UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?")
+			args = append(args, "run", "--agent", "career", "--model", "scripted:../../../../examples/career/demo-json.yaml", "UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?")
 			out, info, err := execute(t, args...)
 			if err != nil {
 				t.Fatal(err)
@@ -134,7 +134,7 @@ func TestRunCareerDemoJSON(t *testing.T) {
 
 func TestRunTravelDemoJSON(t *testing.T) {
 	runEnv(t)
-	out, info, err := execute(t, "run", "--agent", "travel", "--tools", "json", "--model", "scripted:../../examples/travel/demo-json.yaml", "제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요")
+	out, info, err := execute(t, "run", "--agent", "travel", "--tools", "json", "--model", "scripted:../../../../examples/travel/demo-json.yaml", "제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestRunJSONUnparseable(t *testing.T) {
 
 func TestRunTravelDemo(t *testing.T) {
 	runEnv(t)
-	out, info, err := execute(t, "run", "--agent", "travel", "--model", "scripted:../../examples/travel/demo.yaml", "제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요")
+	out, info, err := execute(t, "run", "--agent", "travel", "--model", "scripted:../../../../examples/travel/demo.yaml", "제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestDemoScriptsLoad(t *testing.T) {
 				t.Errorf("%s lacks a demo script: Demo %q, DemoJSON %q", e.Name, e.Demo, e.DemoJSON)
 				continue
 			}
-			if _, err := scripted.Load(filepath.Join("..", "..", path)); err != nil {
+			if _, err := scripted.Load(filepath.Join("..", "..", "..", "..", path)); err != nil {
 				t.Errorf("%s: %v", e.Name, err)
 			}
 		}
