@@ -47,6 +47,9 @@ func (c *chunk) prefix(k int64) ([]byte, error) {
 }
 
 func (c *chunk) cut(k int64) ([]byte, error) {
+	if k < 0 || c.count < 0 {
+		return nil, fmt.Errorf("item count %d is negative", min(k, c.count))
+	}
 	end := 0
 	sz := c.sizes
 	for i := int64(0); i < k; i++ {
@@ -56,12 +59,14 @@ func (c *chunk) cut(k int64) ([]byte, error) {
 		}
 		sz = sz[w:]
 		if i > 0 {
-			end++
+			end++ // the comma between items
+		}
+		// Compared as unsigned before adding: a stored size of 2^63 or
+		// more would be negative as an int, and a sum could wrap.
+		if end > len(c.items) || n > uint64(len(c.items)-end) {
+			return nil, fmt.Errorf("item %d of %d bytes runs past the chunk's %d bytes", i, n, len(c.items))
 		}
 		end += int(n)
-	}
-	if end > len(c.items) {
-		return nil, fmt.Errorf("item sizes add up to %d bytes, the chunk has %d", end, len(c.items))
 	}
 	return c.items[:end], nil
 }

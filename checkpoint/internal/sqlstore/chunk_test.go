@@ -4,6 +4,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint"
 
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -55,6 +56,23 @@ func TestSpecialIdxCoversSpecialChannels(t *testing.T) {
 		_, has := specialIdx[ch]
 		if has != checkpoint.IsSpecialChannel(ch) {
 			t.Errorf("channel %q: fixed index %v, but checkpoint.IsSpecialChannel says %v", ch, has, checkpoint.IsSpecialChannel(ch))
+		}
+	}
+}
+
+// A stored item size of 2^63 or more is negative as an int: it must be
+// reported as damage, not used to slice.
+func TestChunkHugeSize(t *testing.T) {
+	items := []byte(`"a","b"`)
+	for _, sizes := range [][]byte{
+		binary.AppendUvarint(nil, 1<<63),
+		binary.AppendUvarint(binary.AppendUvarint(nil, 3), 1<<63),
+		binary.AppendUvarint(binary.AppendUvarint(nil, 1<<64-5), 10),
+	} {
+		c := chunk{count: 2, items: items, sizes: sizes}
+		c.prefix(1) // must not panic
+		if got, err := c.prefix(2); err == nil {
+			t.Errorf("sizes %x: prefix(2) = %q, want an error", sizes, got)
 		}
 	}
 }
