@@ -131,7 +131,9 @@ func TestCorruptRow(t *testing.T) {
 		name, stmt, id, what string
 	}{
 		{"chunk damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'ff'`, "c2", `channel "msgs"`},
+		{"item size 2^63", `UPDATE weft_checkpoint_chunks SET sizes = X'80808080808080808001', items = X'2262'`, "c2", `channel "msgs"`},
 		{"chunk items damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'01', items = X'7b'`, "c2", `channel "msgs"`},
+		{"log base not an array", `UPDATE weft_checkpoint_blobs SET value = X'7b7d' WHERE channel = 'msgs' AND version = 1`, "c2", `channel "msgs"`},
 		{"value not JSON", `UPDATE weft_checkpoint_blobs SET value = X'7b7b' WHERE channel = 'plan'`, "c1", `channel "plan"`},
 		{"unknown format", `UPDATE weft_checkpoint_blobs SET fmt = 9 WHERE channel = 'plan'`, "c1", `channel "plan"`},
 		{"body damaged", `UPDATE weft_checkpoints SET body = X'00' WHERE checkpoint_id = 'c2'`, "c2", `checkpoint body`},

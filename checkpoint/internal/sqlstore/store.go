@@ -805,7 +805,12 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND start < $5
 	if next < n {
 		return nil, r.bad(ch, "log %d ends at item %d, %d wanted", logID, next, n)
 	}
-	return joinParts(base, parts)
+	v, err := joinParts(base, parts)
+	if err != nil {
+		// The base is stored data: one that is not an array is damage.
+		return nil, r.bad(ch, "log %d: %v", logID, err)
+	}
+	return v, nil
 }
 
 // joinParts appends comma-separated item lists to a JSON array (nil: the
