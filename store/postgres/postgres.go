@@ -26,18 +26,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	pgxconn "github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/weftlabs/weft/internal/pgconn"
 	"github.com/weftlabs/weft/store"
-	"github.com/weftlabs/weft/store/internal/rows"
+	"github.com/weftlabs/weft/store/internal/sqlstore"
 )
 
 // VectorMode chooses how vectors are searched.
@@ -70,9 +70,9 @@ type Options struct {
 // Backend is the PostgreSQL store backend. It implements store.Backend,
 // store.VectorSource and, with pgvector, store.VectorSearcher.
 type Backend struct {
+	*sqlstore.Core
 	pool     *pgxpool.Pool
 	owned    bool
-	pgvector bool // the vec column exists and is written
 	native   bool // pgvector searches for dims
 	dims     int
 	iterScan bool // pgvector >= 0.8: hnsw.iterative_scan exists
@@ -133,10 +133,10 @@ func OpenWith(ctx context.Context, url string, cfg store.Config, opts Options) (
 // NewBackend migrates the database behind pool, sets up pgvector as opts
 // say, and returns a backend over it. Close leaves pool open.
 func NewBackend(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Backend, error) {
-	if err := Migrate(ctx, pool); err != nil {
+	b := &Backend{Core: sqlstore.New(pgDB{pool}, Dialect), pool: pool, dims: opts.Dims}
+	if err := b.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	b := &Backend{pool: pool, dims: opts.Dims}
 	if opts.Vector != VectorExact {
 		if err := b.setupPGVector(ctx, opts); err != nil {
 			return nil, err
@@ -203,34 +203,7 @@ const SchemaVersion = 1
 // other and each migration runs once; a database migrated by a newer weft is
 // an error.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS store_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		var cur int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM store_migrations`).Scan(&cur); err != nil {
-			return err
-		}
-		if cur > SchemaVersion {
-			return fmt.Errorf("database schema version %d is newer than this weft's %d", cur, SchemaVersion)
-		}
-		for v := cur + 1; v <= SchemaVersion; v++ {
-			if _, err := tx.Exec(ctx, migrations[v], pgx.QueryExecModeSimpleProtocol); err != nil {
-				return fmt.Errorf("version %d: %w", v, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO store_migrations (version) VALUES ($1)`, v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store/postgres: migrate: %w", err)
-	}
-	return nil
+	return sqlstore.New(pgDB{pool}, Dialect).Migrate(ctx)
 }
 
 // setupPGVector finds or creates the extension and, when it is there, adds
@@ -254,11 +227,8 @@ func (b *Backend) setupPGVector(ctx context.Context, opts Options) error {
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store/postgres: look for pgvector: %w", err)
 	}
-	if version == "" {
-		if opts.Vector == VectorPGVector {
-			return ErrNoPGVector
-		}
-		return nil
+	if use, err := usePGVector(opts.Vector, version); !use {
+		return err
 	}
 	b.iterScan = versionAtLeast(version, 0, 8)
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -279,12 +249,35 @@ USING hnsw ((vec::vector(`+d+`)) vector_cosine_ops) WHERE dims = `+d)
 	if err != nil {
 		return fmt.Errorf("store/postgres: set up pgvector %s: %w", version, err)
 	}
-	b.pgvector = true
+	b.Vec = vecColumn // the vec column exists: write it
 	if err := b.backfill(ctx); err != nil {
 		return err
 	}
 	b.native = b.dims > 0
 	return nil
+}
+
+// usePGVector decides from the extension's installed version ("" when it
+// is neither installed nor installable) whether the backend stores vectors
+// in a pgvector column: never when mode is VectorExact, and with
+// ErrNoPGVector when mode is VectorPGVector and the extension is missing.
+func usePGVector(mode VectorMode, version string) (bool, error) {
+	switch {
+	case mode == VectorExact:
+		return false, nil
+	case version != "":
+		return true, nil
+	case mode == VectorPGVector:
+		return false, ErrNoPGVector
+	}
+	return false, nil
+}
+
+// vecColumn is the pgvector column written beside each vector's bytes.
+var vecColumn = &sqlstore.Vec{
+	Col:  "vec",
+	Expr: func(p string) string { return p + "::vector" },
+	Arg:  func(v []float32) any { return pgvector.NewVector(v).String() },
 }
 
 func versionAtLeast(v string, major, minor int) bool {
@@ -318,10 +311,10 @@ func (b *Backend) backfill(ctx context.Context) error {
 				rs.Close()
 				return fmt.Errorf("store/postgres: backfill vectors: %w", err)
 			}
-			v, err := rows.DecodeVector(nil, raw)
+			v, err := sqlstore.DecodeVector(nil, raw)
 			if err != nil {
 				rs.Close()
-				return err
+				return fmt.Errorf("store/postgres: backfill vectors: item %d: %w", id, err)
 			}
 			ids, seqs, vecs = append(ids, id), append(seqs, seq), append(vecs, pgvector.NewVector(v).String())
 		}
@@ -340,414 +333,44 @@ WHERE v.item_id = u.item_id AND v.seq = u.seq`, ids, seqs, vecs); err != nil {
 	}
 }
 
-func itemCols(alias string) string {
-	cols := []string{"id", "namespace", "key", "value", "created_at", "updated_at", "expires_at", "ttl_us"}
-	for i, c := range cols {
-		cols[i] = alias + c
-	}
-	return strings.Join(cols, ", ")
+// Dialect is the PostgreSQL flavour of the store's SQL: times as
+// timestamptz, the value as JSONB filtered with #> paths, and rows a writer
+// holds skipped by refreshes and sweeps.
+var Dialect = &sqlstore.Dialect{
+	Name:            "store/postgres",
+	Migrations:      migrations,
+	MigrationsTable: `CREATE TABLE IF NOT EXISTS store_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+	TTL:             "ttl_us",
+	Time:            func(t time.Time) any { return t },
+	JSON:            func(p string) string { return p + "::jsonb" },
+	Expiry:          func(now string) string { return now + "::timestamptz + ttl_us * interval '1 microsecond'" },
+	SkipLocked:      " FOR UPDATE SKIP LOCKED",
+	Eq:              eq,
+	Compare:         compare,
 }
 
-func scanRecord(sc pgx.Row, extra ...any) (store.Record, error) {
-	var (
-		r       store.Record
-		ns      string
-		value   []byte
-		expires *time.Time
-		ttl     *int64
-	)
-	dest := append([]any{&r.ID, &ns, &r.Key, &value, &r.CreatedAt, &r.UpdatedAt, &expires, &ttl}, extra...)
-	if err := sc.Scan(dest...); err != nil {
-		return r, err
+// at is the JSONB value at the path in placeholder p.
+func at(p string) string { return "(value #> " + p + "::text[])" }
+
+// eq is Dialect.Eq.
+func eq(a *sqlstore.Args, path []string, v any) string {
+	p := at(a.Add(path))
+	if v == nil {
+		return "(" + p + " IS NULL OR jsonb_typeof(" + p + ") = 'null')"
 	}
-	r.Namespace = store.SplitNamespace(ns)
-	r.Value = value
-	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	if expires != nil {
-		r.ExpiresAt = expires.UTC()
-	}
-	if ttl != nil {
-		r.TTL = time.Duration(*ttl) * time.Microsecond
-	}
-	return r, nil
+	j, _ := json.Marshal(v)
+	return "(" + p + " = " + a.Add(string(j)) + "::jsonb)"
 }
 
-// args collects query parameters and hands out their placeholders.
-type args []any
-
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
-}
-
-func (a *args) prefixCond(col string, prefix []string) string {
-	if len(prefix) == 0 {
-		return "TRUE"
+// compare is Dialect.Compare. Strings compare byte-wise, as in the other
+// backends.
+func compare(a *sqlstore.Args, path []string, op string, v any) string {
+	p := a.Add(path)
+	if s, ok := v.(string); ok {
+		return "(jsonb_typeof(" + at(p) + ") = 'string' AND (value #>> " + p + "::text[]) COLLATE \"C\" " + op + " " + a.Add(s) + "::text)"
 	}
-	p := store.JoinNamespace(prefix)
-	lo, hi := store.PrefixRange(p)
-	return fmt.Sprintf("(%[1]s = %[2]s OR (%[1]s >= %[3]s AND %[1]s < %[4]s))", col, a.add(p), a.add(lo), a.add(hi))
-}
-
-func (a *args) liveCond(alias string, now time.Time) string {
-	return fmt.Sprintf("(%[1]sexpires_at IS NULL OR %[1]sexpires_at > %[2]s)", alias, a.add(now))
-}
-
-// cond translates one condition; its semantics are store.Condition.Match.
-func (a *args) cond(c store.Condition) string {
-	p := a.add(c.Path)
-	at := "(value #> " + p + "::text[])"
-	eq := func() string {
-		if c.Value == nil {
-			return "(" + at + " IS NULL OR jsonb_typeof(" + at + ") = 'null')"
-		}
-		j, _ := json.Marshal(c.Value)
-		return "(" + at + " = " + a.add(string(j)) + "::jsonb)"
-	}
-	switch c.Op {
-	case store.OpEq:
-		return eq()
-	case store.OpNe:
-		return "NOT (" + eq() + " IS TRUE)"
-	}
-	op := rows.CompareSQL(c.Op)
-	switch v := c.Value.(type) {
-	case string:
-		return "(jsonb_typeof(" + at + ") = 'string' AND (value #>> " + p + "::text[]) COLLATE \"C\" " + op + " " + a.add(v) + "::text)"
-	case float64:
-		j, _ := json.Marshal(v)
-		return "(jsonb_typeof(" + at + ") = 'number' AND " + at + " " + op + " " + a.add(string(j)) + "::jsonb)"
-	}
-	return "FALSE"
-}
-
-func bumpSQL(a *args, namespaces [][]string) string {
-	ps := rows.Prefixes(namespaces)
-	if len(ps) == 0 {
-		return ""
-	}
-	prefixes := make([]string, len(ps))
-	depths := make([]int32, len(ps))
-	for i, p := range ps {
-		prefixes[i], depths[i] = p.Joined, int32(p.Depth)
-	}
-	return `INSERT INTO store_generations (prefix, depth, gen)
-SELECT p, d, 1 FROM unnest(` + a.add(prefixes) + `::text[], ` + a.add(depths) + `::int[]) AS u(p, d)
-ORDER BY p
-ON CONFLICT (prefix) DO UPDATE SET gen = store_generations.gen + 1`
-}
-
-// Put implements store.Backend. Items are written in (namespace, key) order
-// and generation rows last, in prefix order, so concurrent transactions
-// take row locks in one order and cannot deadlock; a key given twice keeps
-// its last value.
-func (b *Backend) Put(ctx context.Context, writes []store.Write) error {
-	writes = slices.Clone(writes)
-	slices.SortStableFunc(writes, func(x, y store.Write) int {
-		if c := strings.Compare(store.JoinNamespace(x.Namespace), store.JoinNamespace(y.Namespace)); c != 0 {
-			return c
-		}
-		return strings.Compare(x.Key, y.Key)
-	})
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		batch := &pgx.Batch{}
-		namespaces := make([][]string, len(writes))
-		for i, w := range writes {
-			namespaces[i] = w.Namespace
-			var a args
-			var expires *time.Time
-			var ttl *int64
-			if w.TTL > 0 {
-				e, t := w.Now.Add(w.TTL), w.TTL.Microseconds()
-				expires, ttl = &e, &t
-			}
-			fields := make([]string, len(w.Vectors))
-			embs := make([][]byte, len(w.Vectors))
-			var vecs []string
-			for j, v := range w.Vectors {
-				fields[j], embs[j] = v.Field, rows.EncodeVector(v.Embedding)
-				if b.pgvector {
-					vecs = append(vecs, pgvector.NewVector(v.Embedding).String())
-				}
-			}
-			dims := 0
-			if len(w.Vectors) > 0 {
-				dims = len(w.Vectors[0].Embedding)
-			}
-			sql := `WITH up AS (
-	INSERT INTO store_items (namespace, key, value, created_at, updated_at, expires_at, ttl_us)
-	VALUES (` + a.add(store.JoinNamespace(w.Namespace)) + `, ` + a.add(w.Key) + `, ` + a.add(string(w.Value)) + `::jsonb, ` +
-				a.add(w.Now) + `, $4, ` + a.add(expires) + `::timestamptz, ` + a.add(ttl) + `::bigint)
-	ON CONFLICT (namespace, key) DO UPDATE SET
-		value = EXCLUDED.value,
-		created_at = CASE WHEN store_items.expires_at IS NOT NULL AND store_items.expires_at <= EXCLUDED.updated_at
-			THEN EXCLUDED.created_at ELSE store_items.created_at END,
-		updated_at = EXCLUDED.updated_at,
-		expires_at = EXCLUDED.expires_at,
-		ttl_us = EXCLUDED.ttl_us
-	RETURNING id
-), del AS (
-	DELETE FROM store_vectors WHERE item_id = (SELECT id FROM up)
-)
-`
-			if b.pgvector {
-				sql += `INSERT INTO store_vectors (item_id, seq, field, dims, embedding, vec)
-SELECT (SELECT id FROM up), t.n - 1, t.field, ` + a.add(dims) + `::int, t.embedding, t.vec::vector
-FROM unnest(` + a.add(fields) + `::text[], ` + a.add(embs) + `::bytea[], ` + a.add(vecs) + `::text[]) WITH ORDINALITY AS t(field, embedding, vec, n)`
-			} else {
-				sql += `INSERT INTO store_vectors (item_id, seq, field, dims, embedding)
-SELECT (SELECT id FROM up), t.n - 1, t.field, ` + a.add(dims) + `::int, t.embedding
-FROM unnest(` + a.add(fields) + `::text[], ` + a.add(embs) + `::bytea[]) WITH ORDINALITY AS t(field, embedding, n)`
-			}
-			batch.Queue(sql, a...)
-		}
-		var a args
-		batch.Queue(bumpSQL(&a, namespaces), a...)
-		return tx.SendBatch(ctx, batch).Close()
-	})
-	if err != nil {
-		return fmt.Errorf("store/postgres: put: %w", err)
-	}
-	return nil
-}
-
-// Get implements store.Backend. Only an item with a TTL costs a second
-// statement to refresh.
-func (b *Backend) Get(ctx context.Context, ns []string, key string, now time.Time, refresh bool) (*store.Record, error) {
-	r, err := scanRecord(b.pool.QueryRow(ctx, `SELECT `+itemCols("")+` FROM store_items
-WHERE namespace = $1 AND key = $2 AND (expires_at IS NULL OR expires_at > $3)`, store.JoinNamespace(ns), key, now))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store/postgres: get: %w", err)
-	}
-	if refresh && r.TTL > 0 {
-		tag, err := b.pool.Exec(ctx, `UPDATE store_items SET expires_at = $1 + ttl_us * interval '1 microsecond'
-WHERE id = $2 AND ttl_us IS NOT NULL AND expires_at > $1`, now, r.ID)
-		if err != nil {
-			return nil, fmt.Errorf("store/postgres: get: refresh ttl: %w", err)
-		}
-		if tag.RowsAffected() == 1 {
-			r.ExpiresAt = now.Add(r.TTL)
-		}
-	}
-	return &r, nil
-}
-
-// Delete implements store.Backend.
-func (b *Backend) Delete(ctx context.Context, ns []string, key string) error {
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM store_items WHERE namespace = $1 AND key = $2`, store.JoinNamespace(ns), key)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		var a args
-		_, err = tx.Exec(ctx, bumpSQL(&a, [][]string{ns}), a...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("store/postgres: delete: %w", err)
-	}
-	return nil
-}
-
-// where builds the shared WHERE clause of searches over store_items.
-func (a *args) where(q *store.Query, alias string) string {
-	conds := []string{a.prefixCond(alias+"namespace", q.Prefix), a.liveCond(alias, q.Now)}
-	for _, c := range q.Filter {
-		conds = append(conds, a.cond(c))
-	}
-	if q.IDs != nil {
-		conds = append(conds, alias+"id = ANY("+a.add(q.IDs)+"::bigint[])")
-	}
-	return strings.Join(conds, " AND ")
-}
-
-// Search implements store.Backend.
-func (b *Backend) Search(ctx context.Context, q *store.Query) ([]store.Record, error) {
-	if q.IDs != nil && len(q.IDs) == 0 {
-		return nil, nil
-	}
-	var a args
-	cols := itemCols("")
-	if q.IDsOnly {
-		cols = "id"
-	}
-	sql := `SELECT ` + cols + ` FROM store_items WHERE ` + a.where(q, "") + ` ORDER BY updated_at DESC, namespace, key`
-	if q.Limit >= 0 {
-		sql += ` LIMIT ` + a.add(q.Limit)
-	}
-	sql += ` OFFSET ` + a.add(q.Offset)
-	rs, err := b.pool.Query(ctx, sql, a...)
-	if err != nil {
-		return nil, fmt.Errorf("store/postgres: search: %w", err)
-	}
-	defer rs.Close()
-	var out []store.Record
-	for rs.Next() {
-		var r store.Record
-		if q.IDsOnly {
-			err = rs.Scan(&r.ID)
-		} else {
-			r, err = scanRecord(rs)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("store/postgres: search: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("store/postgres: search: %w", err)
-	}
-	return out, nil
-}
-
-// Refresh implements store.Backend.
-func (b *Backend) Refresh(ctx context.Context, ids []int64, now time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	// Rows a writer holds are skipped (the writer sets a new expiry
-	// anyway), so refreshing never deadlocks with a multi-item Put.
-	_, err := b.pool.Exec(ctx, `UPDATE store_items SET expires_at = $1 + ttl_us * interval '1 microsecond'
-WHERE id IN (SELECT id FROM store_items WHERE id = ANY($2::bigint[]) AND ttl_us IS NOT NULL AND expires_at > $1
-	ORDER BY id FOR UPDATE SKIP LOCKED)`, now, ids)
-	if err != nil {
-		return fmt.Errorf("store/postgres: refresh ttl: %w", err)
-	}
-	return nil
-}
-
-// Namespaces implements store.Backend.
-func (b *Backend) Namespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error) {
-	var a args
-	sql := `SELECT DISTINCT namespace FROM store_items WHERE ` + a.prefixCond("namespace", prefix) + ` AND ` + a.liveCond("", now)
-	rs, err := b.pool.Query(ctx, sql, a...)
-	if err != nil {
-		return nil, fmt.Errorf("store/postgres: list namespaces: %w", err)
-	}
-	defer rs.Close()
-	var out [][]string
-	for rs.Next() {
-		var ns string
-		if err := rs.Scan(&ns); err != nil {
-			return nil, fmt.Errorf("store/postgres: list namespaces: %w", err)
-		}
-		out = append(out, store.SplitNamespace(ns))
-	}
-	return out, rs.Err()
-}
-
-// sweepBatch is how many expired items one sweep transaction deletes.
-const sweepBatch = 1000
-
-// Sweep implements store.Backend. It deletes in batches, each its own
-// transaction, skipping rows a writer holds (a writer overwriting an expired
-// item makes it live again), so sweeping never waits on or deadlocks with
-// writers.
-func (b *Backend) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			rs, err := tx.Query(ctx, `DELETE FROM store_items WHERE id IN (
-	SELECT id FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= $1
-	ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-RETURNING namespace`, now, sweepBatch)
-			if err != nil {
-				return err
-			}
-			seen := map[string]bool{}
-			var namespaces [][]string
-			for rs.Next() {
-				var ns string
-				if err := rs.Scan(&ns); err != nil {
-					rs.Close()
-					return err
-				}
-				n++
-				if !seen[ns] {
-					seen[ns] = true
-					namespaces = append(namespaces, store.SplitNamespace(ns))
-				}
-			}
-			rs.Close()
-			if err := rs.Err(); err != nil {
-				return err
-			}
-			if len(namespaces) == 0 {
-				return nil
-			}
-			var a args
-			_, err = tx.Exec(ctx, bumpSQL(&a, namespaces), a...)
-			return err
-		})
-		if err != nil {
-			return total, fmt.Errorf("store/postgres: sweep: %w", err)
-		}
-		total += n
-		if n < sweepBatch {
-			return total, nil
-		}
-	}
-}
-
-// Generation implements store.VectorSource.
-func (b *Backend) Generation(ctx context.Context, prefix []string) (int64, error) {
-	var gen int64
-	var err error
-	if len(prefix) == 0 {
-		err = b.pool.QueryRow(ctx, `SELECT coalesce(sum(gen), 0)::bigint FROM store_generations WHERE depth = 1`).Scan(&gen)
-	} else {
-		err = b.pool.QueryRow(ctx, `SELECT gen FROM store_generations WHERE prefix = $1`, store.JoinNamespace(prefix)).Scan(&gen)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return 0, fmt.Errorf("store/postgres: generation: %w", err)
-	}
-	return gen, nil
-}
-
-// Vectors implements store.VectorSource. It reads in one read-only
-// transaction with binary results (describe-exec: an unnamed statement,
-// safe behind PgBouncer because the transaction pins the connection).
-func (b *Backend) Vectors(ctx context.Context, prefix []string, dims int, fn func(id int64, vec []float32) error) error {
-	err := pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var a args
-		where := a.prefixCond("i.namespace", prefix)
-		sql := `SELECT v.item_id, v.embedding FROM store_items i JOIN store_vectors v ON v.item_id = i.id
-WHERE ` + where + ` AND v.dims = ` + a.add(dims) + ` ORDER BY v.item_id, v.seq`
-		// The exec mode is an option, not a parameter, so it is not numbered.
-		rs, err := tx.Query(ctx, sql, append([]any{pgx.QueryExecModeDescribeExec}, a...)...)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		var (
-			id  int64
-			raw []byte
-			vec []float32
-		)
-		for rs.Next() {
-			if err := rs.Scan(&id, &raw); err != nil {
-				return err
-			}
-			if vec, err = rows.DecodeVector(vec, raw); err != nil {
-				return fmt.Errorf("item %d: %w", id, err)
-			}
-			if err := fn(id, vec); err != nil {
-				return err
-			}
-		}
-		return rs.Err()
-	})
-	if err != nil {
-		return fmt.Errorf("store/postgres: load vectors: %w", err)
-	}
-	return nil
+	j, _ := json.Marshal(v)
+	return "(jsonb_typeof(" + at(p) + ") = 'number' AND " + at(p) + " " + op + " " + a.Add(string(j)) + "::jsonb)"
 }
 
 // NativeVectorSearch implements store.VectorSearcher: true when pgvector is
@@ -759,12 +382,11 @@ func (b *Backend) NativeVectorSearch(dims int) bool { return b.native && dims ==
 func (b *Backend) SearchVectors(ctx context.Context, q *store.Query, query []float32) ([]store.Record, error) {
 	need := q.Limit + q.Offset
 	k := max(need*2, 20)
-	d := strconv.Itoa(b.dims)
 	for {
 		var out []store.Record
 		var rowsSeen int
 		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(min(max(k, 40), 1000))); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(efSearch(k))); err != nil {
 				return err
 			}
 			if b.iterScan {
@@ -772,12 +394,7 @@ func (b *Backend) SearchVectors(ctx context.Context, q *store.Query, query []flo
 					return err
 				}
 			}
-			var a args
-			qv := a.add(pgvector.NewVector(query))
-			sql := `SELECT ` + itemCols("i.") + `, 1 - (v.vec::vector(` + d + `) <=> ` + qv + `::vector(` + d + `)) AS score
-FROM store_vectors v JOIN store_items i ON i.id = v.item_id
-WHERE v.dims = ` + d + ` AND v.vec IS NOT NULL AND ` + a.where(q, "i.") + `
-ORDER BY v.vec::vector(` + d + `) <=> ` + qv + `::vector(` + d + `) LIMIT ` + a.add(k)
+			sql, a := b.searchSQL(q, query, k)
 			rs, err := tx.Query(ctx, sql, a...)
 			if err != nil {
 				return err
@@ -787,7 +404,7 @@ ORDER BY v.vec::vector(` + d + `) <=> ` + qv + `::vector(` + d + `) LIMIT ` + a.
 			for rs.Next() {
 				rowsSeen++
 				var score float64
-				r, err := scanRecord(rs, &score)
+				r, err := sqlstore.ScanRecord(rs, &score)
 				if err != nil {
 					return err
 				}
@@ -812,3 +429,101 @@ ORDER BY v.vec::vector(` + d + `) <=> ` + qv + `::vector(` + d + `) LIMIT ` + a.
 		k *= 2
 	}
 }
+
+// efSearch is the HNSW candidate list size for k wanted rows: at least
+// pgvector's default of 40, at most its limit of 1000.
+func efSearch(k int) int { return min(max(k, 40), 1000) }
+
+// searchSQL is the query of SearchVectors: the k vectors of b.dims
+// dimensions nearest to query by cosine distance, through the partial HNSW
+// index of that dimension count (the cast and the dims condition must match
+// the index's expression and predicate for PostgreSQL to use it), with
+// their items' columns and the similarity as score.
+func (b *Backend) searchSQL(q *store.Query, query []float32, k int) (string, sqlstore.Args) {
+	d := strconv.Itoa(b.dims)
+	var a sqlstore.Args
+	qv := a.Add(pgvector.NewVector(query))
+	dist := `v.vec::vector(` + d + `) <=> ` + qv + `::vector(` + d + `)`
+	sql := `SELECT ` + b.ItemCols("i.") + `, 1 - (` + dist + `) AS score
+FROM store_vectors v JOIN store_items i ON i.id = v.item_id
+WHERE v.dims = ` + d + ` AND v.vec IS NOT NULL AND ` + b.Where(&a, q, "i.") + `
+ORDER BY ` + dist + ` LIMIT ` + a.Add(k)
+	return sql, a
+}
+
+// pgDB adapts a pgx pool to sqlstore.DB.
+type pgDB struct{ pool *pgxpool.Pool }
+
+func (p pgDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return pgTx{q: p.pool}.Exec(ctx, query, args...)
+}
+
+func (p pgDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return pgTx{q: p.pool}.Query(ctx, query, args...)
+}
+
+// Begin implements sqlstore.DB. A read-only transaction asks for binary
+// results (describe-exec: an unnamed statement, safe behind PgBouncer
+// because the transaction pins the connection); a migration holds a
+// transaction advisory lock.
+func (p pgDB) Begin(ctx context.Context, mode sqlstore.Mode, fn func(sqlstore.Tx) error) error {
+	opts := pgx.TxOptions{}
+	if mode == sqlstore.ReadOnly {
+		opts.AccessMode = pgx.ReadOnly
+	}
+	return pgx.BeginTxFunc(ctx, p.pool, opts, func(tx pgx.Tx) error {
+		if mode == sqlstore.Migration {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey); err != nil {
+				return err
+			}
+		}
+		return fn(pgTx{tx, mode == sqlstore.ReadOnly})
+	})
+}
+
+// pgQuerier is what a pool and a transaction share.
+type pgQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgxconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+type pgTx struct {
+	q      pgQuerier
+	binary bool
+}
+
+// Exec runs a statement; one without arguments goes by the simple protocol,
+// which allows several statements in one (the migrations).
+func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if len(args) == 0 {
+		args = []any{pgx.QueryExecModeSimpleProtocol}
+	}
+	tag, err := t.q.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if t.binary {
+		// The exec mode is an option, not a parameter, so it is not numbered.
+		args = append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	}
+	rs, err := t.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgRows{rs}, nil
+}
+
+// ExecBatch sends the statements in one round trip.
+func (t pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	batch := &pgx.Batch{}
+	for _, st := range stmts {
+		batch.Queue(st.Query, st.Args...)
+	}
+	return t.q.SendBatch(ctx, batch).Close()
+}
+
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Close() { r.Rows.Close() }

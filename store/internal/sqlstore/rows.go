@@ -1,6 +1,4 @@
-// Package rows holds what the SQL store backends share: the byte layout of
-// stored vectors and the namespace prefixes whose generations a write bumps.
-package rows
+package sqlstore
 
 import (
 	"encoding/binary"
