@@ -347,6 +347,9 @@ var Dialect = &sqlstore.Dialect{
 	SkipLocked:      " FOR UPDATE SKIP LOCKED",
 	Eq:              eq,
 	Compare:         compare,
+	IDs: func(a *sqlstore.Args, col string, ids []int64) string {
+		return col + " = ANY(" + a.Add(ids) + "::bigint[])"
+	},
 }
 
 // at is the JSONB value at the path in placeholder p.

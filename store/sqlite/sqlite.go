@@ -167,6 +167,7 @@ var Dialect = &sqlstore.Dialect{
 	Expiry:          func(now string) string { return now + " + ttl" },
 	Eq:              eq,
 	Compare:         compare,
+	Unlimited:       " LIMIT -1",
 }
 
 // jsonPath renders a filter path as an SQLite JSON path with quoted labels

@@ -46,6 +46,12 @@ type Dialect struct {
 	// Compare matches items whose value at path has v's type (string or
 	// float64) and stands in SQL operator op to v.
 	Compare func(a *Args, path []string, op string, v any) string
+	// Unlimited is the LIMIT clause of a search without a limit, where an
+	// OFFSET needs one (SQLite: " LIMIT -1").
+	Unlimited string
+	// IDs, when set, matches col against a list of item ids passed as one
+	// argument; otherwise the ids are inlined as integer literals.
+	IDs func(a *Args, col string, ids []int64) string
 }
 
 // Vec is an extra vector column a backend writes besides the bytes (the
@@ -112,7 +118,7 @@ func (c *Core) Where(a *Args, q *store.Query, alias string) string {
 		conds = append(conds, c.cond(a, cd))
 	}
 	if q.IDs != nil {
-		conds = append(conds, alias+"id IN ("+idList(q.IDs)+")")
+		conds = append(conds, c.inIDs(a, alias+"id", q.IDs))
 	}
 	return strings.Join(conds, " AND ")
 }
@@ -132,6 +138,14 @@ func (c *Core) cond(a *Args, cd store.Condition) string {
 		}
 	}
 	return "FALSE"
+}
+
+// inIDs matches col against ids.
+func (c *Core) inIDs(a *Args, col string, ids []int64) string {
+	if c.d.IDs != nil {
+		return c.d.IDs(a, col, ids)
+	}
+	return col + " IN (" + idList(ids) + ")"
 }
 
 // idList renders ids as SQL integer literals. Inlining them (they are
@@ -442,7 +456,8 @@ func (c *Core) deleteItems(ctx context.Context, tx Tx, where string, args ...any
 	if err := rows.Err(); err != nil || len(ids) == 0 {
 		return nil, nil, err
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM store_vectors WHERE item_id IN (`+idList(ids)+`)`); err != nil {
+	var a Args
+	if _, err := tx.Exec(ctx, c.Q(`DELETE FROM store_vectors WHERE `+c.inIDs(&a, "item_id", ids)), a...); err != nil {
 		return nil, nil, err
 	}
 	return ids, namespaces, nil
@@ -458,12 +473,13 @@ func (c *Core) Search(ctx context.Context, q *store.Query) ([]store.Record, erro
 	if q.IDsOnly {
 		cols = "id"
 	}
-	limit := int64(q.Limit)
-	if limit < 0 {
-		limit = math.MaxInt64
+	query := `SELECT ` + cols + ` FROM store_items WHERE ` + c.Where(&a, q, "") + ` ORDER BY updated_at DESC, namespace, key`
+	if q.Limit >= 0 {
+		query += ` LIMIT ` + a.Add(q.Limit)
+	} else {
+		query += c.d.Unlimited
 	}
-	query := `SELECT ` + cols + ` FROM store_items WHERE ` + c.Where(&a, q, "") +
-		` ORDER BY updated_at DESC, namespace, key LIMIT ` + a.Add(limit) + ` OFFSET ` + a.Add(q.Offset)
+	query += ` OFFSET ` + a.Add(q.Offset)
 	rows, err := c.db.Query(ctx, c.Q(query), a...)
 	if err != nil {
 		return nil, c.fail("search", err)
@@ -495,9 +511,10 @@ func (c *Core) Refresh(ctx context.Context, ids []int64, now time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	a := Args{c.d.Time(now)}
 	_, err := c.db.Exec(ctx, c.Q(`UPDATE store_items SET expires_at = `+c.d.Expiry("$1")+`
-WHERE id IN (SELECT id FROM store_items WHERE id IN (`+idList(ids)+`) AND `+c.d.TTL+` IS NOT NULL AND expires_at > $1
-	ORDER BY id`+c.d.SkipLocked+`)`), c.d.Time(now))
+WHERE id IN (SELECT id FROM store_items WHERE `+c.inIDs(&a, "id", ids)+` AND `+c.d.TTL+` IS NOT NULL AND expires_at > $1
+	ORDER BY id`+c.d.SkipLocked+`)`), a...)
 	if err != nil {
 		return c.fail("refresh ttl", err)
 	}
