@@ -168,6 +168,7 @@ var Dialect = &sqlstore.Dialect{
 	Eq:              eq,
 	Compare:         compare,
 	Unlimited:       " LIMIT -1",
+	ValidJSON:       "json_valid(value)",
 }
 
 // jsonPath renders a filter path as an SQLite JSON path with quoted labels

@@ -46,6 +46,10 @@ type Dialect struct {
 	// Compare matches items whose value at path has v's type (string or
 	// float64) and stands in SQL operator op to v.
 	Compare func(a *Args, path []string, op string, v any) string
+	// ValidJSON, when set, is a condition on the value column that holds
+	// when the database can read it as JSON (where the column's type does
+	// not ensure that): "json_valid(value)".
+	ValidJSON string
 	// Unlimited is the LIMIT clause of a search without a limit, where an
 	// OFFSET needs one (SQLite: " LIMIT -1").
 	Unlimited string
@@ -114,8 +118,18 @@ func (a *Args) PrefixCond(col string, prefix []string) string {
 func (c *Core) Where(a *Args, q *store.Query, alias string) string {
 	now := a.Add(c.d.Time(q.Now))
 	conds := []string{a.PrefixCond(alias+"namespace", q.Prefix), "(" + alias + "expires_at IS NULL OR " + alias + "expires_at > " + now + ")"}
-	for _, cd := range q.Filter {
-		conds = append(conds, c.cond(a, cd))
+	if len(q.Filter) > 0 {
+		var fc []string
+		for _, cd := range q.Filter {
+			fc = append(fc, c.cond(a, cd))
+		}
+		filter := "(" + strings.Join(fc, " AND ") + ")"
+		if c.d.ValidJSON != "" {
+			// A damaged value passes the filter, so that reading it
+			// reports ErrCorrupt instead of failing the whole query.
+			filter = "(CASE WHEN " + c.d.ValidJSON + " THEN " + filter + " ELSE TRUE END)"
+		}
+		conds = append(conds, filter)
 	}
 	if q.IDs != nil {
 		conds = append(conds, c.inIDs(a, alias+"id", q.IDs))
