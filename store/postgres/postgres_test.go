@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/weftlabs/weft/embed"
 	"github.com/weftlabs/weft/internal/pgtest"
 	"github.com/weftlabs/weft/store"
 	"github.com/weftlabs/weft/store/postgres"
@@ -148,5 +151,154 @@ func TestConcurrentMigrate(t *testing.T) {
 	}
 	if n != postgres.SchemaVersion || v != postgres.SchemaVersion {
 		t.Errorf("store_migrations has %d rows up to version %d, want %d", n, v, postgres.SchemaVersion)
+	}
+}
+
+// pgvectorInstalled reports whether the server has the extension, so tests
+// of its absence know where they can run.
+func pgvectorInstalled(t *testing.T, dbURL string) bool {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_extension WHERE extname = 'vector'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
+// Without the extension, VectorAuto falls back to exact ranking in the
+// Store (and ranks correctly), and VectorPGVector refuses to open.
+func TestWithoutPGVector(t *testing.T) {
+	db := newDatabase(t)
+	if pgvectorInstalled(t, db) {
+		t.Skip("pgvector is installed here: TestConformance runs it")
+	}
+	ctx := context.Background()
+	cfg := store.Config{Index: &store.IndexConfig{Embedder: embed.NewLexical(0), Fields: []string{"text"}}}
+	_, err := postgres.OpenWith(ctx, newSchema(t, db), cfg, postgres.Options{Vector: postgres.VectorPGVector})
+	if !errors.Is(err, postgres.ErrNoPGVector) {
+		t.Fatalf("OpenWith(VectorPGVector) = %v, want ErrNoPGVector", err)
+	}
+	s, err := postgres.Open(ctx, newSchema(t, db), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.Backend().(*postgres.Backend)
+	dims := embed.NewLexical(0).Dims()
+	if b.UsesPGVector() || b.NativeVectorSearch(dims) {
+		t.Fatalf("without pgvector: UsesPGVector %v, NativeVectorSearch(%d) %v; want false", b.UsesPGVector(), dims, b.NativeVectorSearch(dims))
+	}
+	for k, text := range map[string]string{"a": "chess openings and endgames", "b": "gardening in spring", "c": "chess clubs"} {
+		if err := s.Put(ctx, []string{"u"}, k, map[string]any{"text": text}, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items, err := s.Search(ctx, []string{"u"}, store.SearchOptions{Query: "gardening", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || items[0].Key != "b" || items[0].Score == nil {
+		t.Errorf("exact search for gardening = %v, want b with a score", items)
+	}
+}
+
+// NewBackend over a caller's pool leaves the pool open on Close.
+func TestNewBackendOverPool(t *testing.T) {
+	ctx := context.Background()
+	pc, err := postgres.PoolConfig(newSchema(t, newDatabase(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b, err := postgres.NewBackend(ctx, pool, postgres.Options{Vector: postgres.VectorExact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Pool() != pool {
+		t.Error("Pool() is not the pool given")
+	}
+	b.Close()
+	if err := pool.Ping(ctx); err != nil {
+		t.Errorf("the pool is closed after the backend's Close: %v", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := postgres.Open(ctx, "postgres://%zz", store.Config{}); err == nil {
+		t.Error("Open of a malformed URL succeeded")
+	}
+	// A database migrated by a newer weft is refused, not misread.
+	url := newSchema(t, newDatabase(t))
+	s, err := postgres.Open(ctx, url, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	exec(t, url, `INSERT INTO store_migrations (version) VALUES (99)`)
+	if s, err := postgres.Open(ctx, url, store.Config{}); err == nil {
+		s.Close()
+		t.Error("Open of a database at schema version 99 succeeded")
+	}
+}
+
+func exec(t *testing.T, url, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Rows damaged behind the store's back are ErrCorrupt naming the item:
+// a value that is not an object, a TTL out of range, an embedding that is
+// not whole float32s.
+func TestCorruptRows(t *testing.T) {
+	ctx := context.Background()
+	url := newSchema(t, newDatabase(t))
+	cfg := store.Config{Index: &store.IndexConfig{Embedder: embed.NewLexical(0), Fields: []string{"text"}}}
+	for _, c := range []struct{ name, damage, key string }{
+		{"value not an object", `UPDATE store_items SET value = '[1]' WHERE key = 'a'`, "a"},
+		{"negative ttl", `UPDATE store_items SET ttl_us = -5 WHERE key = 'a'`, "a"},
+		{"embedding of 3 bytes", `UPDATE store_vectors SET embedding = '\x010203'`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			exec(t, url, `DROP TABLE IF EXISTS store_vectors, store_items, store_generations, store_migrations`)
+			s, err := postgres.OpenWith(ctx, url, cfg, postgres.Options{Vector: postgres.VectorExact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Put(ctx, []string{"u"}, "a", map[string]any{"text": "apples"}, store.PutOptions{TTL: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			exec(t, url, c.damage)
+			if c.key != "" {
+				_, err = s.Get(ctx, []string{"u"}, c.key, store.GetOptions{})
+			} else {
+				_, err = s.Search(ctx, []string{"u"}, store.SearchOptions{Query: "apples"})
+			}
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("read after damage = %v, want ErrCorrupt", err)
+			}
+			if c.key != "" && !strings.Contains(err.Error(), `item "a"`) {
+				t.Errorf("error %q does not name the item", err)
+			}
+		})
 	}
 }
