@@ -422,6 +422,9 @@ func (r *run) execTask(ctx context.Context, t *task) {
 			break
 		}
 		wait := backoff(policy, attempt)
+		if wait <= 0 {
+			continue
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
@@ -452,6 +455,10 @@ func isParent(err error) bool {
 }
 
 func backoff(p RetryPolicy, attempt int) time.Duration {
+	if p.InitialInterval < 0 {
+		// Retry without waiting, as the policy asked.
+		return 0
+	}
 	d := float64(p.InitialInterval)
 	for i := 1; i < attempt; i++ {
 		d *= p.BackoffFactor

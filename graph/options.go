@@ -88,7 +88,10 @@ func oneRunOpt(opts []RunOptions) (RunOptions, error) {
 
 // RetryPolicy retries a failing node with exponential backoff.
 type RetryPolicy struct {
-	// InitialInterval is the wait before the first retry (default 0.5s).
+	// InitialInterval is the wait before the first retry. Zero means the
+	// default (0.5s); a negative value means no wait at all: every retry
+	// starts at once (BackoffFactor, MaxInterval and jitter then do not
+	// apply).
 	InitialInterval time.Duration
 	// BackoffFactor multiplies the wait after each retry (default 2).
 	BackoffFactor float64
