@@ -2,6 +2,7 @@ package graph
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"sort"
@@ -25,7 +26,17 @@ type valueEncoder struct {
 	flushed int
 	maps    map[uintptr]*encoded
 	slices  map[sliceKey]*encoded
+	// depth counts the composites being encoded; past cycleCheckDepth the
+	// encoder tracks them in visiting to report a cycle as an error, as
+	// encoding/json does, instead of recursing until the stack overflows.
+	depth    int
+	visiting map[sliceKey]bool
 }
+
+// cycleCheckDepth is the nesting past which composites are checked for
+// cycles; encoding/json starts at the same depth, and shallower values pay
+// nothing for the check.
+const cycleCheckDepth = 1000
 
 // encoded is a composite's encoding: its segments, flattened into one slice
 // the first time the composite appears again.
@@ -96,6 +107,31 @@ func (e *valueEncoder) repeat(c *encoded) {
 	e.flushed += len(c.flat)
 }
 
+// enter starts encoding composite v (k identifies it); deep enough, it
+// fails if v is already being encoded further up: v contains itself.
+func (e *valueEncoder) enter(k sliceKey, v any) error {
+	e.depth++
+	if e.depth <= cycleCheckDepth {
+		return nil
+	}
+	if e.visiting == nil {
+		e.visiting = make(map[sliceKey]bool)
+	}
+	if e.visiting[k] {
+		e.depth--
+		return &json.UnsupportedValueError{Value: reflect.ValueOf(v), Str: fmt.Sprintf("encountered a cycle via %T", v)}
+	}
+	e.visiting[k] = true
+	return nil
+}
+
+func (e *valueEncoder) leave(k sliceKey) {
+	if e.depth > cycleCheckDepth {
+		delete(e.visiting, k)
+	}
+	e.depth--
+}
+
 func (e *valueEncoder) value(v any) error {
 	switch x := v.(type) {
 	case nil:
@@ -143,6 +179,10 @@ func (e *valueEncoder) value(v any) error {
 			e.repeat(c)
 			return nil
 		}
+		if err := e.enter(key, x); err != nil {
+			return err
+		}
+		defer e.leave(key)
 		e.flush()
 		from, start := len(e.segs), e.flushed
 		e.room(1)
@@ -177,6 +217,10 @@ func (e *valueEncoder) value(v any) error {
 			e.repeat(c)
 			return nil
 		}
+		if err := e.enter(sliceKey{key, -1}, x); err != nil {
+			return err
+		}
+		defer e.leave(sliceKey{key, -1})
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
