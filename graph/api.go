@@ -225,7 +225,8 @@ func (g *Graph) UpdateState(ctx context.Context, cfg checkpoint.Config, u Update
 		return checkpoint.Config{}, err
 	}
 	r.ns = cfg.Namespace
-	r.persist = newPersister(false)
+	r.persist = newPersister(ctx, false, g.saverTimeout)
+	defer r.persist.close()
 	tp, err := r.load(ctx, cfg.CheckpointID)
 	if err != nil {
 		return checkpoint.Config{}, err

@@ -274,6 +274,12 @@ type CompileOptions struct {
 	Cache Cache
 	// Name names the graph in drawings and events.
 	Name string
+	// CheckpointerTimeout bounds each call a run makes to the Checkpointer
+	// (0: DefaultCheckpointerTimeout). Reads also end when the caller's
+	// context does; writes, which record work already done, get this long
+	// to finish after the caller cancels. A call that takes longer fails
+	// the run with ErrCheckpointerTimeout.
+	CheckpointerTimeout time.Duration
 }
 
 // All, in InterruptBefore or InterruptAfter, means every node.
@@ -291,6 +297,9 @@ func (b *Builder) Compile(opts ...CompileOptions) (*Graph, error) {
 	errs := slices.Clone(b.errs)
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidGraph}, args...)...))
+	}
+	if co.CheckpointerTimeout < 0 {
+		bad("CheckpointerTimeout must be 0 (the default, %v) or positive, got %v", DefaultCheckpointerTimeout, co.CheckpointerTimeout)
 	}
 	known := func(n string) bool { return n == START || n == END || b.nodes[n] != nil }
 	for _, n := range b.order {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
 )
@@ -26,6 +27,8 @@ type Graph struct {
 	before   map[string]bool
 	after    map[string]bool
 	cache    Cache
+	// saverTimeout bounds each checkpointer call.
+	saverTimeout time.Duration
 	// spec keeps the builder's edges for drawing.
 	spec *Builder
 }
@@ -60,6 +63,10 @@ func compile(b *Builder, co CompileOptions) *Graph {
 		after:    toSet(co.InterruptAfter),
 		cache:    co.Cache,
 		spec:     b,
+	}
+	g.saverTimeout = co.CheckpointerTimeout
+	if g.saverTimeout <= 0 {
+		g.saverTimeout = DefaultCheckpointerTimeout
 	}
 	if g.name == "" {
 		g.name = "LangGraph"

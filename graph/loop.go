@@ -25,9 +25,26 @@ type outcome struct {
 // error, and saves what durability asks for.
 func (r *run) execute(ctx context.Context, in Update) (outcome, error) {
 	if r.persist == nil {
-		r.persist = newPersister(r.opts.Durability == DurabilityAsync && r.saver != nil)
-		defer r.persist.close()
+		p := newPersister(ctx, r.opts.Durability == DurabilityAsync && r.saver != nil, r.g.saverTimeout)
+		r.persist = p
+		defer func() {
+			// Wait for queued saves on every way out, a panic included;
+			// on the normal way out close already ran and this is a no-op.
+			_ = p.close()
+		}()
+		out, err := r.executeOwned(ctx, in)
+		// Every save must have been made, or its failure reported, before
+		// the run says it succeeded.
+		if perr := p.close(); perr != nil && err == nil {
+			err = fmt.Errorf("graph: saving checkpoint: %w", perr)
+		}
+		return out, err
 	}
+	return r.executeOwned(ctx, in)
+}
+
+// executeOwned is execute once the run has its persister.
+func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 	tp, err := r.load(ctx, r.opts.CheckpointID)
 	if err != nil {
 		return outcome{}, err
@@ -45,7 +62,7 @@ func (r *run) execute(ctx context.Context, in Update) (outcome, error) {
 	// finished needs nothing saved, as its parent's checkpoint covers it.
 	if r.saver != nil && r.opts.Durability == DurabilityExit && !(r.sub && err == nil && !out.interrupted) {
 		if !r.cpSaved {
-			if serr := r.save(ctx); serr != nil && err == nil {
+			if serr := r.save(); serr != nil && err == nil {
 				err = serr
 			}
 		}
@@ -55,7 +72,7 @@ func (r *run) execute(ctx context.Context, in Update) (outcome, error) {
 					continue
 				}
 				if pws, perr := taskPendingWrites(t); perr == nil && (t.err != nil || len(t.interrupts) > 0 || t.writes != nil || len(t.resumes) > 0) {
-					r.putWrites(ctx, t.id, pws)
+					r.putWrites(t.id, pws)
 				}
 			}
 		}
@@ -75,6 +92,12 @@ func (r *run) loop(ctx context.Context) (outcome, []*task, error) {
 		}
 		if r.stopped {
 			return outcome{state: r.output(nil)}, nil, nil
+		}
+		// A save that failed stops the run before another step builds on
+		// what was not stored (sync: the save just made; async: as soon as
+		// the failure is known).
+		if perr := r.persist.failed(); perr != nil {
+			return outcome{}, nil, fmt.Errorf("graph: saving checkpoint: %w", perr)
 		}
 		if r.step > r.stop {
 			return outcome{}, nil, &RecursionError{Limit: r.opts.RecursionLimit}
@@ -295,7 +318,7 @@ func (r *run) commit(ctx context.Context, t *task) {
 	}
 	if r.saver != nil && r.opts.Durability != DurabilityExit {
 		if pws, err := taskPendingWrites(t); err == nil {
-			r.putWrites(ctx, t.id, pws)
+			r.putWrites(t.id, pws)
 		}
 	}
 	if t.node.hidden {

@@ -194,7 +194,11 @@ func (r *run) load(ctx context.Context, checkpointID string) (*checkpoint.Tuple,
 	}
 	c := r.cfg()
 	c.CheckpointID = checkpointID
-	tp, err := r.saver.Get(ctx, c)
+	var tp *checkpoint.Tuple
+	err := r.g.boundSaverCall(ctx, "get checkpoint", func(ctx context.Context) (err error) {
+		tp, err = r.saver.Get(ctx, c)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -608,7 +612,7 @@ func (r *run) newCheckpoint(ctx context.Context, source string) error {
 	r.cpSaved = false
 	r.pending = nil
 	if r.saver != nil && r.opts.Durability != DurabilityExit {
-		if err := r.save(ctx); err != nil {
+		if err := r.save(); err != nil {
 			return err
 		}
 	}
@@ -616,8 +620,9 @@ func (r *run) newCheckpoint(ctx context.Context, source string) error {
 }
 
 // save writes the current checkpoint, with the channels that changed since
-// the last save.
-func (r *run) save(ctx context.Context) error {
+// the last save. The write itself goes through the persister, with its
+// context and bound.
+func (r *run) save() error {
 	cp := &checkpoint.Checkpoint{
 		V:               checkpoint.FormatVersion,
 		ID:              r.cpID,
@@ -669,10 +674,15 @@ func (r *run) save(ctx context.Context) error {
 	c := r.cfg()
 	c.CheckpointID = r.cpParent
 	meta := r.cpMeta
-	r.persist.do(func() error {
-		_, err := r.saver.Put(context.WithoutCancel(ctx), c, cp, meta, blobs)
+	saver := r.saver
+	if err := r.persist.do("put checkpoint", func(ctx context.Context) error {
+		_, err := saver.Put(ctx, c, cp, meta, blobs)
 		return err
-	})
+	}); err != nil {
+		// Sync durability: the checkpoint is not stored, so the run must
+		// not go on as if it were.
+		return fmt.Errorf("graph: saving checkpoint: %w", err)
+	}
 	r.saved = maps.Clone(r.versions)
 	r.cpSaved = true
 	r.lastSaved = r.cpID
@@ -680,14 +690,17 @@ func (r *run) save(ctx context.Context) error {
 }
 
 // putWrites saves a task's writes as pending writes of the current checkpoint.
-func (r *run) putWrites(ctx context.Context, taskID string, pws []checkpoint.PendingWrite) {
+func (r *run) putWrites(taskID string, pws []checkpoint.PendingWrite) {
 	if r.saver == nil || !r.cpSaved {
 		return
 	}
 	c := r.cfg()
 	c.CheckpointID = r.cpID
-	r.persist.do(func() error {
-		return r.saver.PutWrites(context.WithoutCancel(ctx), c, taskID, pws)
+	saver := r.saver
+	// A failure is kept by the persister and stops the run before its
+	// next step.
+	_ = r.persist.do("put writes", func(ctx context.Context) error {
+		return saver.PutWrites(ctx, c, taskID, pws)
 	})
 }
 
@@ -725,67 +738,6 @@ func taskPendingWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		out = append(out, checkpoint.PendingWrite{Channel: checkpoint.ResumeChannel, Value: b})
 	}
 	return out, nil
-}
-
-// persister runs saver calls in order, in the background for async
-// durability, and keeps the first error.
-type persister struct {
-	async bool
-	ch    chan func() error
-	done  chan struct{}
-	mu    sync.Mutex
-	err   error
-}
-
-func newPersister(async bool) *persister {
-	p := &persister{async: async}
-	if async {
-		p.ch = make(chan func() error, 64)
-		p.done = make(chan struct{})
-		go func() {
-			defer close(p.done)
-			for f := range p.ch {
-				p.record(f())
-			}
-		}()
-	}
-	return p
-}
-
-func (p *persister) record(err error) {
-	if err == nil {
-		return
-	}
-	p.mu.Lock()
-	if p.err == nil {
-		p.err = err
-	}
-	p.mu.Unlock()
-}
-
-func (p *persister) do(f func() error) {
-	if p.async {
-		p.ch <- f
-		return
-	}
-	p.record(f())
-}
-
-// close waits for queued saves and returns the first error.
-func (p *persister) close() error {
-	if p.async {
-		close(p.ch)
-		<-p.done
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.err
-}
-
-func (p *persister) failed() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.err
 }
 
 // ---------------------------------------------------------------- input

@@ -1,0 +1,171 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultCheckpointerTimeout bounds each call a run makes to its
+// checkpointer unless CompileOptions.CheckpointerTimeout says otherwise.
+const DefaultCheckpointerTimeout = 10 * time.Second
+
+// ErrCheckpointerTimeout means a call to the checkpointer did not finish
+// within CompileOptions.CheckpointerTimeout: the store is stalled or
+// unreachable.
+var ErrCheckpointerTimeout = errors.New("graph: checkpointer call timed out")
+
+// boundSaverCall runs one read of the checkpointer: it follows the caller's
+// context (nothing is lost when a read is abandoned) and is bounded by the
+// graph's CheckpointerTimeout.
+func (g *Graph) boundSaverCall(ctx context.Context, op string, f func(context.Context) error) error {
+	return boundedCall(ctx, op, g.saverTimeout, f)
+}
+
+// boundedCall runs f with a context that ends after d, and names the bound
+// in the error when that is why f failed.
+func boundedCall(ctx context.Context, op string, d time.Duration, f func(context.Context) error) error {
+	cause := fmt.Errorf("%w: %s took longer than CompileOptions.CheckpointerTimeout (%v)", ErrCheckpointerTimeout, op, d)
+	cctx, cancel := context.WithTimeoutCause(ctx, d, cause)
+	defer cancel()
+	err := f(cctx)
+	if err != nil && !errors.Is(err, ErrCheckpointerTimeout) {
+		if c := context.Cause(cctx); errors.Is(c, ErrCheckpointerTimeout) {
+			return fmt.Errorf("%w (%w)", c, err)
+		}
+	}
+	return err
+}
+
+// persister makes a run's checkpointer writes in order, in the background
+// for async durability, and keeps the first error; after one write failed,
+// later ones are skipped, as they would build on what was not stored.
+//
+// Writes record work that has happened (a node's side effects), so they are
+// not abandoned the moment the caller cancels the run. Each is bounded by
+// the checkpointer timeout, and once the caller's context is done the
+// writes still to come share one window of that length: a cancelled run
+// returns within it even when the store hangs.
+type persister struct {
+	async   bool
+	timeout time.Duration
+	ch      chan persistCall
+	done    chan struct{}
+
+	// wctx is the caller's context without its cancellation; it ends one
+	// timeout after the caller's context does.
+	wctx      context.Context
+	stopAfter func() bool
+	cancel    context.CancelCauseFunc
+
+	// sendMu guards closed against sends that race with close: a subgraph
+	// a node's timeout abandoned may still try to save.
+	sendMu sync.RWMutex
+	closed bool
+
+	errMu sync.Mutex
+	err   error
+}
+
+type persistCall struct {
+	op string
+	f  func(context.Context) error
+}
+
+func newPersister(ctx context.Context, async bool, timeout time.Duration) *persister {
+	if timeout <= 0 {
+		timeout = DefaultCheckpointerTimeout
+	}
+	p := &persister{async: async, timeout: timeout}
+	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	p.wctx, p.cancel = wctx, cancel
+	if ctx.Done() != nil {
+		p.stopAfter = context.AfterFunc(ctx, func() {
+			cause := fmt.Errorf("%w: the run was cancelled (%v) and its remaining checkpoint writes took longer than CompileOptions.CheckpointerTimeout (%v)", ErrCheckpointerTimeout, context.Cause(ctx), timeout)
+			time.AfterFunc(timeout, func() { cancel(cause) })
+		})
+	}
+	if async {
+		p.ch = make(chan persistCall, 64)
+		p.done = make(chan struct{})
+		go func() {
+			defer close(p.done)
+			for c := range p.ch {
+				if p.failed() != nil {
+					continue
+				}
+				p.record(p.call(c))
+			}
+		}()
+	}
+	return p
+}
+
+func (p *persister) call(c persistCall) error {
+	return boundedCall(p.wctx, c.op, p.timeout, c.f)
+}
+
+func (p *persister) record(err error) {
+	if err == nil {
+		return
+	}
+	p.errMu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.errMu.Unlock()
+}
+
+// do makes a write: at once for sync durability, returning its error, or
+// queued for async, returning the first failure known so far. After close,
+// or after a write failed, it does nothing.
+func (p *persister) do(op string, f func(context.Context) error) error {
+	if err := p.failed(); err != nil {
+		return err
+	}
+	if p.async {
+		p.sendMu.RLock()
+		defer p.sendMu.RUnlock()
+		if !p.closed {
+			p.ch <- persistCall{op, f}
+		}
+		return nil
+	}
+	p.sendMu.RLock()
+	closed := p.closed
+	p.sendMu.RUnlock()
+	if closed {
+		return nil
+	}
+	err := p.call(persistCall{op, f})
+	p.record(err)
+	return err
+}
+
+// close waits for queued writes and returns the first error. It may be
+// called more than once.
+func (p *persister) close() error {
+	p.sendMu.Lock()
+	was := p.closed
+	p.closed = true
+	p.sendMu.Unlock()
+	if !was {
+		if p.async {
+			close(p.ch)
+			<-p.done
+		}
+		if p.stopAfter != nil {
+			p.stopAfter()
+		}
+		p.cancel(context.Canceled)
+	}
+	return p.failed()
+}
+
+func (p *persister) failed() error {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
