@@ -67,13 +67,43 @@ func (g *Graph) Stream(ctx context.Context, in Update, opts ...RunOptions) iter.
 			done = true
 			mu.Unlock()
 		}()
+		// A panic in the consumer's loop body is the consumer's, not a
+		// node's: it travels out of the nodes' recovers wrapped as a
+		// consumerPanic (every yield happens on this goroutine, see
+		// callNode) and leaves here as itself. Each hop raises it again
+		// inside its deferred call, so its stack is never unwound until
+		// the consumer's code handles it.
+		defer func() {
+			if p := recover(); p != nil {
+				if cp, ok := p.(*consumerPanic); ok {
+					panic(cp.value)
+				}
+				panic(p)
+			}
+		}()
 		r.emit = func(ev Event) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			if done {
 				return false
 			}
-			if !yield(ev, nil) {
+			returned := false
+			defer func() {
+				if returned {
+					return
+				}
+				// The loop body panicked (or called runtime.Goexit, which
+				// recover cannot see and which goes on by itself): never
+				// yield again.
+				done = true
+				cancel()
+				if p := recover(); p != nil {
+					panic(&consumerPanic{value: p})
+				}
+			}()
+			more := yield(ev, nil)
+			returned = true
+			if !more {
 				done = true
 				cancel()
 				return false
@@ -89,6 +119,14 @@ func (g *Graph) Stream(ctx context.Context, in Update, opts ...RunOptions) iter.
 			yield(Event{}, err)
 		}
 	}
+}
+
+// consumerPanic carries a panic of a Stream consumer's loop body through the
+// run back to the consumer.
+type consumerPanic struct{ value any }
+
+func (c *consumerPanic) Error() string {
+	return fmt.Sprintf("graph: the loop body ranging over Stream panicked: %v", c.value)
 }
 
 // StateOptions configures GetState.

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -395,12 +396,58 @@ func stateWrites(g *Graph, ws []write) []write {
 
 type taskCtxKey struct{}
 
-// taskCtx is what a node's context carries about its task.
+// taskCtx is what a node's context carries about its task: one per attempt,
+// so an attempt its timeout abandoned (its goroutine may still run) never
+// shares state with the next one. The node reads and writes this attempt's
+// scratch; the task takes it over when the attempt ends, and from then on
+// (dead) late calls change nothing and emit nothing.
 type taskCtx struct {
 	r       *run
 	t       *task
-	count   int
 	attempt int
+	step    int
+	// emit is this attempt's way to the stream.
+	emit func(Event) bool
+
+	mu         sync.Mutex
+	dead       bool
+	count      int
+	resumes    []json.RawMessage
+	interrupts []Interruption
+	streamed   map[string]bool
+}
+
+func (r *run) newAttempt(t *task, attempt int) *taskCtx {
+	// Clipped, so that an append by the attempt never writes into the
+	// task's array.
+	return &taskCtx{r: r, t: t, attempt: attempt, step: r.step, emit: t.emit, resumes: slices.Clip(t.resumes)}
+}
+
+// end hands the attempt's scratch to the task and closes the attempt. An
+// abandoned attempt's interrupts are dropped; the resume values it took are
+// kept, so the next attempt gets them again.
+func (tc *taskCtx) end(abandoned bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.dead = true
+	t := tc.t
+	t.resumes = tc.resumes
+	if !abandoned {
+		t.interrupts = tc.interrupts
+	}
+	for id := range tc.streamed {
+		if t.streamed == nil {
+			t.streamed = make(map[string]bool, len(tc.streamed))
+		}
+		t.streamed[id] = true
+	}
+}
+
+// live reports whether the attempt still runs as far as the run knows.
+func (tc *taskCtx) live() bool {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return !tc.dead
 }
 
 func taskFrom(ctx context.Context) *taskCtx {
@@ -417,8 +464,6 @@ func (r *run) execTask(ctx context.Context, t *task) {
 		t.err = r.routeWrites(ctx, t, u)
 		return
 	}
-	tc := &taskCtx{r: r, t: t}
-	ctx = context.WithValue(ctx, taskCtxKey{}, tc)
 	if r.cacheHit(ctx, t) {
 		return
 	}
@@ -426,10 +471,10 @@ func (r *run) execTask(ctx context.Context, t *task) {
 	if t.node.opts.Retry != nil {
 		policy = t.node.opts.Retry.withDefaults()
 	}
-	for attempt := 1; ; attempt++ {
-		tc.attempt, tc.count = attempt, 0
+	attempt := 1
+	for ; ; attempt++ {
 		t.writes, t.interrupts = nil, nil
-		u, err := r.callNode(ctx, t)
+		u, err := r.callNode(ctx, t, attempt)
 		if err == nil {
 			err = r.routeWrites(ctx, t, u)
 			if err == nil {
@@ -458,7 +503,9 @@ func (r *run) execTask(ctx context.Context, t *task) {
 		}
 	}
 	if t.err != nil && !isInterrupt(t.err) && !isParent(t.err) && t.node.opts.OnError != nil {
-		u, herr := t.node.opts.OnError(ctx, t.input, t.err)
+		tc := r.newAttempt(t, attempt)
+		u, herr := t.node.opts.OnError(context.WithValue(ctx, taskCtxKey{}, tc), t.input, t.err)
+		tc.end(false)
 		if herr == nil {
 			// The handler stands in for the node, not for its routing: its
 			// writes and Gotos apply, the failed node's edges do not fire.
@@ -511,39 +558,74 @@ func DefaultRetryOn(err error) bool {
 
 // callNode runs one attempt of a node, turning panics into errors and
 // enforcing its timeout.
-func (r *run) callNode(ctx context.Context, t *task) (Update, error) {
+func (r *run) callNode(ctx context.Context, t *task, attempt int) (Update, error) {
+	tc := r.newAttempt(t, attempt)
 	timeout := t.node.opts.Timeout
 	if timeout <= 0 {
-		return r.callSafely(ctx, t)
+		u, err := r.callSafely(context.WithValue(ctx, taskCtxKey{}, tc), t)
+		tc.end(false)
+		return u, err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrNodeTimeout)
 	defer cancel()
+	// The node runs on its own goroutine; its events come back here, so
+	// that the stream's consumer is only ever called on the run's own
+	// goroutine, and an abandoned attempt's events go nowhere.
+	var events chan Event
+	outer := tc.emit
+	if outer != nil {
+		events = make(chan Event)
+		tc.emit = func(ev Event) bool {
+			select {
+			case events <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
 	type result struct {
 		u   Update
 		err error
 	}
 	ch := make(chan result, 1)
+	actx := context.WithValue(ctx, taskCtxKey{}, tc)
 	go func() {
-		u, err := r.callSafely(ctx, t)
+		u, err := r.callSafely(actx, t)
 		ch <- result{u, err}
 	}()
-	select {
-	case res := <-ch:
-		if res.err != nil && errors.Is(context.Cause(ctx), ErrNodeTimeout) {
-			return Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w after %v: %w", ErrNodeTimeout, timeout, res.err)}
+	for {
+		select {
+		case ev := <-events:
+			outer(ev)
+		case res := <-ch:
+			tc.end(false)
+			if res.err != nil && errors.Is(context.Cause(ctx), ErrNodeTimeout) {
+				return Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w after %v: %w", ErrNodeTimeout, timeout, res.err)}
+			}
+			return res.u, res.err
+		case <-ctx.Done():
+			// The attempt is abandoned: whatever it does from now on is
+			// ignored.
+			tc.end(true)
+			if errors.Is(context.Cause(ctx), ErrNodeTimeout) {
+				return Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)}
+			}
+			return Update{}, ctx.Err()
 		}
-		return res.u, res.err
-	case <-ctx.Done():
-		if errors.Is(context.Cause(ctx), ErrNodeTimeout) {
-			return Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)}
-		}
-		return Update{}, ctx.Err()
 	}
 }
 
 func (r *run) callSafely(ctx context.Context, t *task) (u Update, err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if cp, ok := p.(*consumerPanic); ok {
+				// The stream's consumer panicked in an event this node
+				// sent: not the node's failure. Raised again at once, in
+				// this deferred call, so its stack is still the one it
+				// panicked with.
+				panic(cp)
+			}
 			err = &NodeError{Node: t.name, TaskID: t.id, Err: &PanicError{Value: p, Stack: debug.Stack()}}
 		}
 	}()
@@ -728,12 +810,16 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 		child.parents[k] = v
 	}
 	child.parents[r.ns] = r.cpID
-	emit := t.emit
+	tc := taskFrom(ctx)
+	emit := tc.emit
 	subgraphs := r.opts.Subgraphs
 	child.emit = func(ev Event) bool {
 		// As in LangGraph, a subgraph's events (its messages too) reach
 		// the stream only when RunOptions.Subgraphs asks for them.
 		if !subgraphs {
+			return true
+		}
+		if emit == nil {
 			return true
 		}
 		return emit(ev)
@@ -752,7 +838,9 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 	if out.interrupted {
 		// The subgraph's interrupts are this task's: they are saved with
 		// it, streamed, and answered when the parent resumes.
-		t.interrupts = out.interrupts
+		tc.mu.Lock()
+		tc.interrupts = out.interrupts
+		tc.mu.Unlock()
 		return Update{}, &interruptSignal{interrupts: out.interrupts}
 	}
 	u := Update{input: true}
@@ -781,22 +869,32 @@ func Interrupt[T any](ctx context.Context, value any) (T, error) {
 	if r.saver == nil {
 		return zero, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: graph.Interrupt needs a checkpointer to save the run while it waits: compile the graph with CompileOptions.Checkpointer (checkpoint.NewMemory() for tests)", ErrNoCheckpointer)}
 	}
+	tc.mu.Lock()
+	if tc.dead {
+		// An attempt that already ended (abandoned at its timeout) must
+		// neither take a resume value nor stop the run.
+		tc.mu.Unlock()
+		return zero, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: graph.Interrupt was called after this attempt of the node ended", ErrInvalidInput)}
+	}
 	k := tc.count
 	tc.count++
 	var raw json.RawMessage
 	switch {
-	case k < len(t.resumes):
-		raw = t.resumes[k]
+	case k < len(tc.resumes):
+		raw = tc.resumes[k]
 	default:
 		id := hashID(t.ns)
 		v, ok := r.resume.take(id)
 		if !ok {
-			t.interrupts = []Interruption{{ID: id, Value: value}}
-			return zero, &interruptSignal{interrupts: t.interrupts}
+			tc.interrupts = []Interruption{{ID: id, Value: value}}
+			sig := &interruptSignal{interrupts: tc.interrupts}
+			tc.mu.Unlock()
+			return zero, sig
 		}
-		t.resumes = append(t.resumes, v)
+		tc.resumes = append(tc.resumes, v)
 		raw = v
 	}
+	tc.mu.Unlock()
 	var out T
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return zero, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: resume value %s does not decode into %T: %v", ErrInvalidInput, raw, out, err)}
@@ -811,14 +909,14 @@ func RemainingSteps(ctx context.Context) int {
 	if tc == nil {
 		return 0
 	}
-	return tc.r.stop - tc.r.step
+	return tc.r.stop - tc.step
 }
 
 // IsLastStep reports whether the current superstep is the last the
 // recursion limit allows (LangGraph's IsLastStep).
 func IsLastStep(ctx context.Context) bool {
 	tc := taskFrom(ctx)
-	return tc != nil && tc.r.step == tc.r.stop-1
+	return tc != nil && tc.step == tc.r.stop-1
 }
 
 // TaskInfo describes the running task to its node.
@@ -839,7 +937,7 @@ func CurrentTask(ctx context.Context) (TaskInfo, bool) {
 		return TaskInfo{}, false
 	}
 	return TaskInfo{
-		Node: tc.t.name, TaskID: tc.t.id, Step: tc.r.step, Attempt: tc.attempt,
+		Node: tc.t.name, TaskID: tc.t.id, Step: tc.step, Attempt: tc.attempt,
 		Namespace: tc.t.ns, ThreadID: tc.r.opts.ThreadID,
 	}, true
 }

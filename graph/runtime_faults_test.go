@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,5 +172,122 @@ func TestCancelledRunReturnsOnHungCheckpointer(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, graph.ErrCheckpointerTimeout) {
 			t.Fatalf("%s: Invoke = %v, want the caller's deadline or the checkpointer bound", d, err)
 		}
+	}
+}
+
+// A node with a Timeout and a Retry: the attempt its timeout abandoned keeps
+// running, and what it does late (Emit, StreamMessage, Interrupt,
+// CurrentTask) must neither race with the next attempt nor reach the run.
+func TestAbandonedAttemptIsIsolatedFromTheNext(t *testing.T) {
+	Out := graph.Value[string]("out")
+	release := make(chan struct{})
+	lateDone := make(chan graph.TaskInfo, 1)
+	var attempts atomic.Int32
+	g, err := graph.New(Out).
+		AddNode("slow", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			if attempts.Add(1) == 1 {
+				// Ignores its context: the timeout abandons it.
+				<-release
+				graph.Emit(ctx, "late")
+				graph.StreamMessage(ctx, "late token")
+				_, ierr := graph.Interrupt[string](ctx, "late question")
+				info, _ := graph.CurrentTask(ctx)
+				_ = ierr
+				lateDone <- info
+				return Out.Write("late"), nil
+			}
+			close(release)
+			// Runs while the abandoned attempt does its late calls.
+			for range 20 {
+				graph.Emit(ctx, "second")
+				graph.StreamMessage(ctx, "token")
+				graph.CurrentTask(ctx)
+			}
+			info := <-lateDone
+			if info.Attempt != 1 {
+				t.Errorf("the abandoned attempt sees Attempt %d, want its own (1)", info.Attempt)
+			}
+			return Out.Write("second"), nil
+		}, graph.NodeOptions{Timeout: 10 * time.Millisecond, Retry: &graph.RetryPolicy{InitialInterval: -1, MaxAttempts: 2}}).
+		AddEdge(graph.START, "slow").
+		Compile(graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var custom []any
+	var results []graph.TaskResult
+	var final graph.State
+	for ev, err := range g.Stream(context.Background(), Out.Write("in"), graph.RunOptions{ThreadID: "t", StreamModes: []graph.StreamMode{graph.StreamCustom, graph.StreamTasks, graph.StreamValues, graph.StreamMessages}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := ev.Data.(type) {
+		case graph.TaskResult:
+			results = append(results, d)
+		case graph.State:
+			final = d
+		}
+		if ev.Mode == graph.StreamCustom {
+			custom = append(custom, ev.Data)
+		}
+	}
+	for _, c := range custom {
+		if c != "second" {
+			t.Fatalf("custom events %v: the abandoned attempt's %q reached the stream", custom, c)
+		}
+	}
+	if len(results) != 1 || len(results[0].Interrupts) != 0 || results[0].Error != "" {
+		t.Fatalf("task results %+v: want one clean result of the second attempt", results)
+	}
+	if Out.Get(final) != "second" || len(final.Interrupts()) != 0 {
+		t.Fatalf("final state %v, interrupts %v", Out.Get(final), final.Interrupts())
+	}
+}
+
+func consumerBoom() { panic("boom from the loop body") }
+
+// A panic in the body of a loop over Stream is the consumer's: it leaves the
+// loop as itself, with its stack, whatever sent the event (a node's Emit,
+// inline, on a goroutine of its timeout, in parallel, or a subgraph).
+func TestStreamConsumerPanicPropagates(t *testing.T) {
+	emitter := func(ctx context.Context, s graph.State) (graph.Update, error) {
+		graph.Emit(ctx, "ping")
+		return graph.Update{}, nil
+	}
+	sub, err := graph.New(Log).AddNode("inner", emitter).AddEdge(graph.START, "inner").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]*graph.Builder{
+		"inline":   graph.New(Log).AddNode("a", emitter).AddEdge(graph.START, "a"),
+		"timeout":  graph.New(Log).AddNode("a", emitter, graph.NodeOptions{Timeout: time.Minute}).AddEdge(graph.START, "a"),
+		"parallel": graph.New(Log).AddNode("a", emitter).AddNode("b", emitter).AddEdge(graph.START, "a").AddEdge(graph.START, "b"),
+		"subgraph": graph.New(Log).AddSubgraph("s", sub).AddEdge(graph.START, "s"),
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			g, err := b.Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				p := recover()
+				if p != "boom from the loop body" {
+					t.Fatalf("recovered %v (%T), want the loop body's own panic", p, p)
+				}
+				if !strings.Contains(string(debug.Stack()), "consumerBoom") {
+					t.Fatalf("the panic's stack was lost:\n%s", debug.Stack())
+				}
+			}()
+			for ev, err := range g.Stream(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamCustom}, Subgraphs: true}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Mode == graph.StreamCustom {
+					consumerBoom()
+				}
+			}
+			t.Fatal("the loop ended without the panic")
+		})
 	}
 }

@@ -293,10 +293,10 @@ func inputMessageIDs(s State, ch string) map[string]bool {
 // stream does not include custom events, it does nothing.
 func Emit(ctx context.Context, v any) {
 	tc := taskFrom(ctx)
-	if tc == nil || !tc.r.modes.has(StreamCustom) || tc.t.emit == nil {
+	if tc == nil || !tc.r.modes.has(StreamCustom) || tc.emit == nil || !tc.live() {
 		return
 	}
-	tc.t.emit(Event{Mode: StreamCustom, Namespace: tc.r.path, Data: v})
+	tc.emit(Event{Mode: StreamCustom, Namespace: tc.r.path, Data: v})
 }
 
 // StreamMessage sends a message or a model token chunk to the run's
@@ -305,16 +305,22 @@ func Emit(ctx context.Context, v any) {
 // channel. Model code calls this for each token chunk it receives.
 func StreamMessage(ctx context.Context, msg any) {
 	tc := taskFrom(ctx)
-	if tc == nil || !tc.r.modes.has(StreamMessages) || tc.t.emit == nil {
+	if tc == nil || !tc.r.modes.has(StreamMessages) || tc.emit == nil {
+		return
+	}
+	tc.mu.Lock()
+	if tc.dead {
+		tc.mu.Unlock()
 		return
 	}
 	if im, ok := msg.(identified); ok && im.MessageID() != "" {
-		if tc.t.streamed == nil {
-			tc.t.streamed = map[string]bool{}
+		if tc.streamed == nil {
+			tc.streamed = map[string]bool{}
 		}
-		tc.t.streamed[im.MessageID()] = true
+		tc.streamed[im.MessageID()] = true
 	}
-	tc.t.emit(Event{Mode: StreamMessages, Namespace: tc.r.path, Data: MessageEvent{Message: msg, Node: tc.t.name, Step: tc.r.step, TaskID: tc.t.id}})
+	tc.mu.Unlock()
+	tc.emit(Event{Mode: StreamMessages, Namespace: tc.r.path, Data: MessageEvent{Message: msg, Node: tc.t.name, Step: tc.step, TaskID: tc.t.id}})
 }
 
 // StateSnapshot is a graph's state at one checkpoint.
