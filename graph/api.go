@@ -2,13 +2,9 @@ package graph
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"sync"
-	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
 )
@@ -353,115 +349,4 @@ func (r *run) inferAsNode(tp *checkpoint.Tuple) (string, error) {
 		return "", fmt.Errorf("%w: UpdateState cannot tell which node ran last (several saw version %d); pass asNode", ErrInvalidInput, bestV)
 	}
 	return best, nil
-}
-
-// ---------------------------------------------------------------- cache
-
-// Cache stores node results for nodes with a CachePolicy.
-type Cache interface {
-	Get(ctx context.Context, key string) ([]byte, bool, error)
-	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
-}
-
-// MemoryCache is an in-process Cache.
-type MemoryCache struct {
-	mu sync.Mutex
-	m  map[string]cacheEntry
-}
-
-type cacheEntry struct {
-	v       []byte
-	expires time.Time
-}
-
-// NewMemoryCache returns an empty in-process cache.
-func NewMemoryCache() *MemoryCache { return &MemoryCache{m: map[string]cacheEntry{}} }
-
-// Get implements Cache.
-func (c *MemoryCache) Get(_ context.Context, key string) ([]byte, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok {
-		return nil, false, nil
-	}
-	if !e.expires.IsZero() && time.Now().After(e.expires) {
-		delete(c.m, key)
-		return nil, false, nil
-	}
-	return e.v, true, nil
-}
-
-// Set implements Cache.
-func (c *MemoryCache) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := cacheEntry{v: value}
-	if ttl > 0 {
-		e.expires = time.Now().Add(ttl)
-	}
-	c.m[key] = e
-	return nil
-}
-
-func (r *run) cacheKey(t *task) (string, bool) {
-	p := t.node.opts.Cache
-	if p == nil || r.g.cache == nil {
-		return "", false
-	}
-	var key string
-	if p.Key != nil {
-		k, err := p.Key(t.input)
-		if err != nil {
-			return "", false
-		}
-		key = k
-	} else {
-		b, err := json.Marshal(t.input)
-		if err != nil {
-			return "", false
-		}
-		key = string(b)
-	}
-	sum := sha256.Sum256([]byte(key))
-	return r.g.name + "|" + r.ns + "|" + t.name + "|" + hex.EncodeToString(sum[:16]), true
-}
-
-func (r *run) cacheHit(ctx context.Context, t *task) bool {
-	key, ok := r.cacheKey(t)
-	if !ok {
-		return false
-	}
-	data, ok, err := r.g.cache.Get(ctx, key)
-	if err != nil || !ok {
-		return false
-	}
-	var ews []encodedWrite
-	if json.Unmarshal(data, &ews) != nil {
-		return false
-	}
-	ws, err := r.g.decodeWrites(t.name, ews)
-	if err != nil {
-		return false
-	}
-	t.writes = ws
-	t.update = Update{writes: stateWrites(r.g, ws)}
-	t.cached = true
-	return true
-}
-
-func (r *run) cacheStore(ctx context.Context, t *task) {
-	key, ok := r.cacheKey(t)
-	if !ok {
-		return
-	}
-	ews, err := encodeWrites(t.writes)
-	if err != nil {
-		return
-	}
-	data, err := json.Marshal(ews)
-	if err != nil {
-		return
-	}
-	_ = r.g.cache.Set(ctx, key, data, t.node.opts.Cache.TTL)
 }

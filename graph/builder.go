@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -280,6 +281,10 @@ type CompileOptions struct {
 	// to finish after the caller cancels. A call that takes longer fails
 	// the run with ErrCheckpointerTimeout.
 	CheckpointerTimeout time.Duration
+	// Logger receives the problems the runtime reports without failing the
+	// run (a node cache that fails to answer, see CacheError); nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // All, in InterruptBefore or InterruptAfter, means every node.

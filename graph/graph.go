@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -29,6 +30,7 @@ type Graph struct {
 	cache    Cache
 	// saverTimeout bounds each checkpointer call.
 	saverTimeout time.Duration
+	log          *slog.Logger
 	// spec keeps the builder's edges for drawing.
 	spec *Builder
 }
@@ -64,6 +66,7 @@ func compile(b *Builder, co CompileOptions) *Graph {
 		cache:    co.Cache,
 		spec:     b,
 	}
+	g.log = co.Logger
 	g.saverTimeout = co.CheckpointerTimeout
 	if g.saverTimeout <= 0 {
 		g.saverTimeout = DefaultCheckpointerTimeout
@@ -138,6 +141,13 @@ func compile(b *Builder, co CompileOptions) *Graph {
 		}
 	}
 	return g
+}
+
+func (g *Graph) logger() *slog.Logger {
+	if g.log != nil {
+		return g.log
+	}
+	return slog.Default()
 }
 
 func toSet(names []string) map[string]bool {

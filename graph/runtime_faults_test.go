@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -289,5 +290,103 @@ func TestStreamConsumerPanicPropagates(t *testing.T) {
 			}
 			t.Fatal("the loop ended without the panic")
 		})
+	}
+}
+
+// A cached node inside a subgraph is served from the cache on the next run:
+// its key holds the node's place in the graph, not the parent task's id.
+func TestNodeCacheHitsInsideSubgraphs(t *testing.T) {
+	var calls atomic.Int32
+	sub, err := graph.New(Log).
+		AddNode("expensive", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			calls.Add(1)
+			return Log.Write([]string{"computed"}), nil
+		}, graph.NodeOptions{Cache: &graph.CachePolicy{}}).
+		AddEdge(graph.START, "expensive").
+		Compile(graph.CompileOptions{Cache: graph.NewMemoryCache()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.New(Log).AddSubgraph("outer", sub).AddEdge(graph.START, "outer").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s, err := g.Invoke(context.Background(), Log.Write([]string{"q"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(Log.Get(s), ","); got != "q,q,computed" {
+			t.Fatalf("log = %s", got)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the cached node inside the subgraph ran %d times over 3 equal runs, want 1", n)
+	}
+}
+
+// failingCache fails every Get and Set.
+type failingCache struct{}
+
+var errCacheDown = errors.New("test: cache down")
+
+func (failingCache) Get(context.Context, string) ([]byte, bool, error) {
+	return nil, false, errCacheDown
+}
+func (failingCache) Set(context.Context, string, []byte, time.Duration) error {
+	return errCacheDown
+}
+
+// Cache failures are never silent: a key that cannot be computed fails the
+// task; a cache that fails to read or write lets the node run and reports
+// the failure in the debug stream and the log.
+func TestNodeCacheErrorsAreReported(t *testing.T) {
+	var logged strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	ran := 0
+	g, err := graph.New(Log).
+		AddNode("a", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			ran++
+			return Log.Write([]string{"a"}), nil
+		}, graph.NodeOptions{Cache: &graph.CachePolicy{}}).
+		AddEdge(graph.START, "a").
+		Compile(graph.CompileOptions{Cache: failingCache{}, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for ev, err := range g.Stream(context.Background(), Log.Write([]string{"q"}), graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamDebug}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := ev.Data.(graph.DebugEvent); ok && d.Type == "cache_error" {
+			ce, ok := d.Payload.(*graph.CacheError)
+			if !ok || !errors.Is(ce, errCacheDown) || ce.Node != "a" {
+				t.Fatalf("cache_error payload %#v", d.Payload)
+			}
+			ops = append(ops, ce.Op)
+		}
+	}
+	if strings.Join(ops, ",") != "get,set" || ran != 1 {
+		t.Fatalf("cache errors streamed %v, node ran %d times; want get,set and 1", ops, ran)
+	}
+	if !strings.Contains(logged.String(), errCacheDown.Error()) {
+		t.Fatalf("log = %q, want the cache error", logged.String())
+	}
+
+	// A key function that fails fails the task, naming the node.
+	keyErr := errors.New("test: no key")
+	g, err = graph.New(Log).
+		AddNode("k", add("k"), graph.NodeOptions{Cache: &graph.CachePolicy{Key: func(graph.State) (string, error) { return "", keyErr }}}).
+		AddEdge(graph.START, "k").
+		Compile(graph.CompileOptions{Cache: graph.NewMemoryCache()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Invoke(context.Background(), Log.Write([]string{"q"}))
+	var ce *graph.CacheError
+	var ne *graph.NodeError
+	if !errors.As(err, &ce) || ce.Op != "key" || !errors.Is(err, keyErr) || !errors.As(err, &ne) || ne.Node != "k" {
+		t.Fatalf("Invoke = %v, want the node's cache key error", err)
 	}
 }
