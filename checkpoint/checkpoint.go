@@ -171,7 +171,9 @@ type ListOptions struct {
 }
 
 // Driver is what a checkpoint backend implements. The Saver validates its
-// arguments before calling it; drivers must be safe for concurrent use.
+// arguments before calling it; drivers must be safe for concurrent use, and
+// must return soon after their context ends: that is how the runtime bounds
+// a call to a stalled store (graph.CompileOptions.CheckpointerTimeout).
 type Driver interface {
 	// Get returns the checkpoint cfg names, or the newest of the thread and
 	// namespace when cfg.CheckpointID is empty; (nil, nil) if there is none.
