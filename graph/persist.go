@@ -27,13 +27,16 @@ func (g *Graph) boundSaverCall(ctx context.Context, op string, f func(context.Co
 // boundedCall runs f with a context that ends after d, and names the bound
 // in the error when that is why f failed.
 func boundedCall(ctx context.Context, op string, d time.Duration, f func(context.Context) error) error {
-	cause := fmt.Errorf("%w: %s took longer than CompileOptions.CheckpointerTimeout (%v)", ErrCheckpointerTimeout, op, d)
-	cctx, cancel := context.WithTimeoutCause(ctx, d, cause)
+	// The message is built only on failure: this runs for every save.
+	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrCheckpointerTimeout)
 	defer cancel()
 	err := f(cctx)
 	if err != nil && !errors.Is(err, ErrCheckpointerTimeout) {
-		if c := context.Cause(cctx); errors.Is(c, ErrCheckpointerTimeout) {
-			return fmt.Errorf("%w (%w)", c, err)
+		switch c := context.Cause(cctx); {
+		case c == ErrCheckpointerTimeout:
+			return fmt.Errorf("%w: %s took longer than CompileOptions.CheckpointerTimeout (%v): %w", ErrCheckpointerTimeout, op, d, err)
+		case errors.Is(c, ErrCheckpointerTimeout):
+			return fmt.Errorf("%w (%s: %w)", c, op, err)
 		}
 	}
 	return err
