@@ -112,6 +112,25 @@ func TestAsyncSaveFailureOfLastCheckpointIsReturned(t *testing.T) {
 	}
 }
 
+// Under async durability, once a checkpoint could not be stored nothing is
+// stored on top of it: the thread keeps the last checkpoint before the
+// failure, never a child whose parent is missing.
+func TestAsyncSaveFailureStoresNothingAfterIt(t *testing.T) {
+	d := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), failPut: func(m checkpoint.Metadata) bool { return m.Step == 1 }}
+	g, _ := threeSteps(t, d, graph.CompileOptions{})
+	_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t"})
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("Invoke = %v, want the save error (%v)", err, errDiskFull)
+	}
+	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Metadata.Step != 0 {
+		t.Fatalf("latest stored checkpoint is step %d, want 0 (the one before the failed save)", snap.Metadata.Step)
+	}
+}
+
 // Under sync durability a checkpoint that could not be stored stops the run
 // before the next step: no node runs on top of an unsaved parent.
 func TestSyncSaveFailureStopsTheRun(t *testing.T) {
