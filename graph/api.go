@@ -221,7 +221,10 @@ func (g *Graph) GetStateHistory(ctx context.Context, threadID string, opts ...Hi
 			ho = opts[0]
 		}
 		root := ""
-		for tp, err := range g.saver.List(ctx, threadID, checkpoint.ListOptions{Namespace: &root, Before: ho.Before, Limit: ho.Limit, Filter: ho.Filter}) {
+		list := func(ctx context.Context) iter.Seq2[*checkpoint.Tuple, error] {
+			return g.saver.List(ctx, threadID, checkpoint.ListOptions{Namespace: &root, Before: ho.Before, Limit: ho.Limit, Filter: ho.Filter})
+		}
+		for tp, err := range boundedList(ctx, "list checkpoints", g.saverTimeout, list) {
 			if err != nil {
 				yield(StateSnapshot{}, err)
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 )
@@ -40,6 +41,27 @@ func boundedCall(ctx context.Context, op string, d time.Duration, f func(context
 		}
 	}
 	return err
+}
+
+// boundedList bounds a listing from the checkpointer: the driver gets d to
+// produce each item; the consumer's time between items is not counted.
+func boundedList[T any](ctx context.Context, op string, d time.Duration, list func(context.Context) iter.Seq2[T, error]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		lctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer := time.AfterFunc(d, func() { cancel(ErrCheckpointerTimeout) })
+		defer timer.Stop()
+		for v, err := range list(lctx) {
+			timer.Stop()
+			if err != nil && context.Cause(lctx) == ErrCheckpointerTimeout {
+				err = fmt.Errorf("%w: %s took longer than CompileOptions.CheckpointerTimeout (%v) for one item: %w", ErrCheckpointerTimeout, op, d, err)
+			}
+			if !yield(v, err) {
+				return
+			}
+			timer.Reset(d)
+		}
+	}
 }
 
 // persister makes a run's checkpointer writes in order, in the background

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -51,6 +52,24 @@ type faultyDriver struct {
 	checkpoint.Driver
 	failPut func(meta checkpoint.Metadata) bool
 	hangPut func(meta checkpoint.Metadata) bool
+	// hangList makes List hang after its first item.
+	hangList bool
+}
+
+func (d *faultyDriver) List(ctx context.Context, threadID string, opts checkpoint.ListOptions) iter.Seq2[*checkpoint.Tuple, error] {
+	if !d.hangList {
+		return d.Driver.List(ctx, threadID, opts)
+	}
+	return func(yield func(*checkpoint.Tuple, error) bool) {
+		for tp, err := range d.Driver.List(ctx, threadID, opts) {
+			if !yield(tp, err) {
+				return
+			}
+			break
+		}
+		<-ctx.Done()
+		yield(nil, ctx.Err())
+	}
 }
 
 var errDiskFull = errors.New("test: disk full")
@@ -165,6 +184,29 @@ func TestHungCheckpointerIsBounded(t *testing.T) {
 		if !strings.Contains(err.Error(), "CheckpointerTimeout") {
 			t.Fatalf("%s: %v does not name the bound", d, err)
 		}
+	}
+}
+
+// Reading a thread's history from a store that stalls ends with an error
+// naming the bound, not never.
+func TestHungCheckpointerListIsBounded(t *testing.T) {
+	drv := &faultyDriver{Driver: checkpoint.NewMemoryDriver()}
+	g, _ := threeSteps(t, drv, graph.CompileOptions{CheckpointerTimeout: 20 * time.Millisecond})
+	if _, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	drv.hangList = true
+	n := 0
+	var last error
+	for _, err := range g.GetStateHistory(context.Background(), "t") {
+		if err != nil {
+			last = err
+			break
+		}
+		n++
+	}
+	if n != 1 || !errors.Is(last, graph.ErrCheckpointerTimeout) {
+		t.Fatalf("history gave %d snapshots then %v; want 1, then ErrCheckpointerTimeout", n, last)
 	}
 }
 
