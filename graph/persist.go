@@ -107,10 +107,23 @@ func newPersister(ctx context.Context, async bool, timeout time.Duration) *persi
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	p.wctx, p.cancel = wctx, cancel
 	if ctx.Done() != nil {
-		p.stopAfter = context.AfterFunc(ctx, func() {
+		var window *time.Timer
+		var mu sync.Mutex
+		stop := context.AfterFunc(ctx, func() {
 			cause := fmt.Errorf("%w: the run was cancelled (%v) and its remaining checkpoint writes took longer than CompileOptions.CheckpointerTimeout (%v)", ErrCheckpointerTimeout, context.Cause(ctx), timeout)
-			time.AfterFunc(timeout, func() { cancel(cause) })
+			mu.Lock()
+			window = time.AfterFunc(timeout, func() { cancel(cause) })
+			mu.Unlock()
 		})
+		p.stopAfter = func() bool {
+			stop()
+			mu.Lock()
+			if window != nil {
+				window.Stop()
+			}
+			mu.Unlock()
+			return true
+		}
 	}
 	if async {
 		p.ch = make(chan persistCall, 64)
