@@ -63,7 +63,7 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 	// finished needs nothing saved, as its parent's checkpoint covers it.
 	if r.saver != nil && r.opts.Durability == DurabilityExit && !(r.sub && err == nil && !out.interrupted) {
 		if !r.cpSaved {
-			if serr := r.save(); serr != nil && err == nil {
+			if serr := r.save(ctx); serr != nil && err == nil {
 				err = serr
 			}
 		}
@@ -73,7 +73,7 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 					continue
 				}
 				if pws, perr := taskPendingWrites(t); perr == nil && (t.err != nil || len(t.interrupts) > 0 || t.writes != nil || len(t.resumes) > 0) {
-					r.putWrites(t.id, pws)
+					r.putWrites(ctx, t.id, pws)
 				}
 			}
 		}
@@ -319,7 +319,7 @@ func (r *run) commit(ctx context.Context, t *task) {
 	}
 	if r.saver != nil && r.opts.Durability != DurabilityExit {
 		if pws, err := taskPendingWrites(t); err == nil {
-			r.putWrites(t.id, pws)
+			r.putWrites(ctx, t.id, pws)
 		}
 	}
 	if t.node.hidden {
@@ -776,6 +776,7 @@ func (r *run) localState(ws []write) (State, error) {
 // runSubgraph runs a subgraph node: the parent's state for the channels they
 // share goes in, the subgraph's output channels come back as writes.
 func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
+	tc := taskFrom(ctx)
 	sub := t.node.sub
 	in := Update{input: true}
 	for _, k := range sub.inputKeys {
@@ -802,6 +803,8 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 	if child.saver == nil {
 		child.saver = r.saver
 	}
+	parentAlive := r.alive
+	child.alive = func() bool { return tc.live() && (parentAlive == nil || parentAlive()) }
 	if child.saver != r.saver {
 		child.persist = nil
 	}
@@ -810,7 +813,6 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 		child.parents[k] = v
 	}
 	child.parents[r.ns] = r.cpID
-	tc := taskFrom(ctx)
 	emit := tc.emit
 	subgraphs := r.opts.Subgraphs
 	child.emit = func(ev Event) bool {

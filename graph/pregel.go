@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -30,8 +31,12 @@ type run struct {
 	// parents maps ancestor namespaces to their current checkpoint ids.
 	parents map[string]string
 	sub     bool
-	before  map[string]bool
-	after   map[string]bool
+	// alive, in a subgraph, reports whether the parent task's attempt
+	// still counts: a subgraph its timeout abandoned may run on, and must
+	// not write into the namespace the next attempt uses.
+	alive  func() bool
+	before map[string]bool
+	after  map[string]bool
 
 	slots    map[string]slot
 	versions map[string]int64
@@ -167,6 +172,11 @@ func (g *Graph) newRun(opts RunOptions) (*run, error) {
 	}
 	return r, nil
 }
+
+// errAttemptEnded stops a subgraph whose parent attempt was abandoned.
+var errAttemptEnded = errors.New("graph: the node attempt running this subgraph has ended")
+
+func (r *run) live() bool { return r.alive == nil || r.alive() }
 
 func (r *run) reset() {
 	r.slots = make(map[string]slot, len(r.g.decls))
@@ -612,7 +622,7 @@ func (r *run) newCheckpoint(ctx context.Context, source string) error {
 	r.cpSaved = false
 	r.pending = nil
 	if r.saver != nil && r.opts.Durability != DurabilityExit {
-		if err := r.save(); err != nil {
+		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
@@ -622,7 +632,10 @@ func (r *run) newCheckpoint(ctx context.Context, source string) error {
 // save writes the current checkpoint, with the channels that changed since
 // the last save. The write itself goes through the persister, with its
 // context and bound.
-func (r *run) save() error {
+func (r *run) save(_ context.Context) error {
+	if !r.live() {
+		return errAttemptEnded
+	}
 	cp := &checkpoint.Checkpoint{
 		V:               checkpoint.FormatVersion,
 		ID:              r.cpID,
@@ -690,8 +703,8 @@ func (r *run) save() error {
 }
 
 // putWrites saves a task's writes as pending writes of the current checkpoint.
-func (r *run) putWrites(taskID string, pws []checkpoint.PendingWrite) {
-	if r.saver == nil || !r.cpSaved {
+func (r *run) putWrites(_ context.Context, taskID string, pws []checkpoint.PendingWrite) {
+	if r.saver == nil || !r.cpSaved || !r.live() {
 		return
 	}
 	c := r.cfg()
