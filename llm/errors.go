@@ -26,7 +26,21 @@ var (
 	// ErrServer: the provider failed or is overloaded (5xx).
 	ErrServer = errors.New("llm: provider server error")
 	// ErrTimeout: no response in time (an attempt's timeout, or HTTP 408).
+	// The bound that was crossed is told by ErrConnectTimeout,
+	// ErrFirstByteTimeout or ErrStreamIdleTimeout, which all match it.
 	ErrTimeout = errors.New("llm: timeout")
+	// ErrConnectTimeout: the connection to the provider was not made
+	// within the connect bound (Timeouts.Connect).
+	ErrConnectTimeout = fmt.Errorf("%w connecting (Timeouts.Connect)", ErrTimeout)
+	// ErrFirstByteTimeout: the provider sent nothing within the
+	// first-byte bound (Timeouts.FirstByte) after the request was sent.
+	ErrFirstByteTimeout = fmt.Errorf("%w waiting for the first byte (Timeouts.FirstByte)", ErrTimeout)
+	// ErrStreamIdleTimeout: a stream that had started sent nothing more
+	// within the idle bound (Timeouts.StreamIdle).
+	ErrStreamIdleTimeout = fmt.Errorf("%w between stream events (Timeouts.StreamIdle)", ErrTimeout)
+	// ErrInvalidResponse: the provider answered with success but its body
+	// is not a reply: not JSON, empty, or a stream without any event.
+	ErrInvalidResponse = errors.New("llm: invalid response")
 	// ErrMissingConfig: a provider lacks an API key or an endpoint; see
 	// *ConfigError.
 	ErrMissingConfig = errors.New("llm: missing provider configuration")
@@ -134,3 +148,47 @@ func (e *ConfigError) Error() string {
 
 // Is makes a *ConfigError match ErrMissingConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrMissingConfig }
+
+// Timeouts bound the phases of a provider call. Zero fields take the
+// defaults (DefaultConnectTimeout and so on); a negative field means no bound but the
+// context's. Crossing a bound is an error matching its sentinel
+// (ErrConnectTimeout, ErrFirstByteTimeout, ErrStreamIdleTimeout), and
+// ErrTimeout.
+type Timeouts struct {
+	// Connect bounds opening the connection (dial and TLS handshake).
+	Connect time.Duration
+	// FirstByte bounds the wait, after the request is sent, for the
+	// response: the whole body of a Generate call, the first event of a
+	// stream. A timed-out attempt is retried under the retry policy.
+	FirstByte time.Duration
+	// StreamIdle bounds the gap between two events of a stream. A stream
+	// that goes quiet after it produced output is not retried: its caller
+	// has seen part of the reply.
+	StreamIdle time.Duration
+}
+
+// The bounds used for zero Timeouts fields.
+const (
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultFirstByteTimeout  = 60 * time.Second
+	DefaultStreamIdleTimeout = 60 * time.Second
+)
+
+// WithDefaults fills zero fields with the defaults and turns negative
+// ones into zero (no bound).
+func (t Timeouts) WithDefaults() Timeouts {
+	fill := func(d, def time.Duration) time.Duration {
+		switch {
+		case d < 0:
+			return 0
+		case d == 0:
+			return def
+		}
+		return d
+	}
+	return Timeouts{
+		Connect:    fill(t.Connect, DefaultConnectTimeout),
+		FirstByte:  fill(t.FirstByte, DefaultFirstByteTimeout),
+		StreamIdle: fill(t.StreamIdle, DefaultStreamIdleTimeout),
+	}
+}

@@ -41,11 +41,14 @@ type Options struct {
 	MaxTokens int
 	// Headers are sent with every request (a beta flag, say).
 	Headers map[string]string
-	// HTTPClient sends the requests; nil uses the SDK's default.
+	// HTTPClient sends the requests; nil uses a client whose connections
+	// are bounded by Timeouts.Connect.
 	HTTPClient *http.Client
-	// Timeout bounds the wait for a response, and when streaming for each
-	// next event; a timed-out attempt is retried. Zero means no bound but
-	// the context's (and the SDK's own for long non-streaming calls).
+	// Timeouts bound connecting, the wait for the first byte and the gaps
+	// in a stream; zero fields take llm's defaults (llm.Timeouts).
+	Timeouts llm.Timeouts
+	// Timeout, when positive, is the first-byte and stream-idle bound
+	// both, unless Timeouts sets them (an older shorthand).
 	Timeout time.Duration
 	// Retry is the retry policy; the zero value is llm's default.
 	Retry llm.RetryPolicy
@@ -65,6 +68,7 @@ const maxNonStreamingTokens = 21_333
 type Model struct {
 	client sdk.Client
 	o      Options
+	bounds llm.Timeouts
 	tools  []sdk.ToolUnionParam
 }
 
@@ -95,14 +99,17 @@ func New(o Options) (*Model, error) {
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	bounds := wire.Bounds(o.Timeouts, o.Timeout)
+	client := o.HTTPClient
+	if client == nil {
+		client = wire.HTTPClient(bounds)
 	}
+	opts = append(opts, option.WithHTTPClient(client))
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
 	opts = append(opts, o.RequestOptions...)
-	return &Model{client: sdk.NewClient(opts...), o: o}, nil
+	return &Model{client: sdk.NewClient(opts...), o: o, bounds: bounds}, nil
 }
 
 // Open opens an Anthropic model configured by the environment:
@@ -178,7 +185,7 @@ func (m *Model) Generate(ctx context.Context, msgs []llm.Message, opts ...llm.Ca
 	}
 	var out llm.Message
 	err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-		att := wire.Start(ctx, m.o.Timeout)
+		att := wire.Start(ctx, m.bounds)
 		defer att.End()
 		resp, err := m.client.Messages.New(att.Context(), params)
 		if err != nil {
@@ -206,13 +213,17 @@ func (m *Model) Stream(ctx context.Context, msgs []llm.Message, opts ...llm.Call
 		// Retry until the first event arrives; after that the reply has
 		// been partly delivered and a retry would repeat it.
 		err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-			att = wire.Start(ctx, m.o.Timeout)
+			att = wire.Start(ctx, m.bounds)
 			s := m.client.Messages.NewStreaming(att.Context(), params)
-			if first = s.Next(); first || s.Err() == nil {
+			first = s.Next()
+			if first {
 				stream = s
 				return nil
 			}
 			err := explain(att, s.Err())
+			if err == nil {
+				err = wire.EmptyStream(provider)
+			}
 			_ = s.Close()
 			att.End()
 			return err

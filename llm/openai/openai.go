@@ -40,11 +40,14 @@ type Options struct {
 	Provider string
 	// Headers are sent with every request (Azure's "api-key", say).
 	Headers map[string]string
-	// HTTPClient sends the requests; nil uses the SDK's default.
+	// HTTPClient sends the requests; nil uses a client whose connections
+	// are bounded by Timeouts.Connect.
 	HTTPClient *http.Client
-	// Timeout bounds the wait for a response, and when streaming for each
-	// next event; a timed-out attempt is retried. Zero means no bound but
-	// the context's.
+	// Timeouts bound connecting, the wait for the first byte and the gaps
+	// in a stream; zero fields take llm's defaults (llm.Timeouts).
+	Timeouts llm.Timeouts
+	// Timeout, when positive, is the first-byte and stream-idle bound
+	// both, unless Timeouts sets them (an older shorthand).
 	Timeout time.Duration
 	// Retry is the retry policy; the zero value is llm's default.
 	Retry llm.RetryPolicy
@@ -64,6 +67,7 @@ type Options struct {
 type Model struct {
 	client sdk.Client
 	o      Options
+	bounds llm.Timeouts
 	tools  []sdk.ChatCompletionToolUnionParam
 }
 
@@ -92,14 +96,17 @@ func New(o Options) (*Model, error) {
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	bounds := wire.Bounds(o.Timeouts, o.Timeout)
+	client := o.HTTPClient
+	if client == nil {
+		client = wire.HTTPClient(bounds)
 	}
+	opts = append(opts, option.WithHTTPClient(client))
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
 	opts = append(opts, o.RequestOptions...)
-	return &Model{client: sdk.NewClient(opts...), o: o}, nil
+	return &Model{client: sdk.NewClient(opts...), o: o, bounds: bounds}, nil
 }
 
 // BindTools returns a model that offers tools on every call.
@@ -135,7 +142,7 @@ func (m *Model) Generate(ctx context.Context, msgs []llm.Message, opts ...llm.Ca
 	}
 	var out llm.Message
 	err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-		att := wire.Start(ctx, m.o.Timeout)
+		att := wire.Start(ctx, m.bounds)
 		defer att.End()
 		resp, err := m.client.Chat.Completions.New(att.Context(), params)
 		if err != nil {
@@ -163,13 +170,17 @@ func (m *Model) Stream(ctx context.Context, msgs []llm.Message, opts ...llm.Call
 		// Retry until the first event arrives; after that the reply has
 		// been partly delivered and a retry would repeat it.
 		err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-			att = wire.Start(ctx, m.o.Timeout)
+			att = wire.Start(ctx, m.bounds)
 			s := m.client.Chat.Completions.NewStreaming(att.Context(), params)
-			if first = s.Next(); first || s.Err() == nil {
+			first = s.Next()
+			if first {
 				stream = s
 				return nil
 			}
 			err := m.explain(att, s.Err())
+			if err == nil {
+				err = wire.EmptyStream(m.o.Provider)
+			}
 			_ = s.Close()
 			att.End()
 			return err

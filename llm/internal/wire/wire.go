@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,26 +17,34 @@ import (
 	"github.com/weftlabs/weft/llm"
 )
 
-var errTimedOut = errors.New("attempt timed out")
+// The causes an attempt's context is cancelled with when a bound passes.
+var (
+	errFirstByte = errors.New("first-byte bound passed")
+	errIdle      = errors.New("stream idle bound passed")
+)
 
-// Attempt is the context of one attempt of a call. With a timeout it is
-// cancelled when no progress is reported for that long: before the
-// response arrives, and between the events of a stream.
+// Attempt is the context of one attempt of a call. It is cancelled when
+// nothing arrives within the first-byte bound after the request is sent,
+// or, once something arrived (Progress), within the idle bound between
+// two events of a stream.
 type Attempt struct {
-	parent  context.Context
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	timeout time.Duration
-	mu      sync.Mutex
-	timer   *time.Timer
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	bounds llm.Timeouts
+	mu     sync.Mutex
+	timer  *time.Timer
+	// started is set by the first Progress: the idle bound applies.
+	started bool
 }
 
-// Start starts an attempt under parent.
-func Start(parent context.Context, timeout time.Duration) *Attempt {
+// Start starts an attempt under parent with bounds (already defaulted:
+// zero fields mean no bound).
+func Start(parent context.Context, bounds llm.Timeouts) *Attempt {
 	ctx, cancel := context.WithCancelCause(parent)
-	a := &Attempt{parent: parent, ctx: ctx, cancel: cancel, timeout: timeout}
-	if timeout > 0 {
-		a.timer = time.AfterFunc(timeout, func() { cancel(errTimedOut) })
+	a := &Attempt{parent: parent, ctx: ctx, cancel: cancel, bounds: bounds}
+	if bounds.FirstByte > 0 {
+		a.timer = time.AfterFunc(bounds.FirstByte, func() { cancel(errFirstByte) })
 	}
 	return a
 }
@@ -43,12 +52,23 @@ func Start(parent context.Context, timeout time.Duration) *Attempt {
 // Context returns the attempt's context.
 func (a *Attempt) Context() context.Context { return a.ctx }
 
-// Progress restarts the timeout.
+// Progress tells that an event arrived: the idle bound restarts.
 func (a *Attempt) Progress() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.started {
+		a.started = true
+		if a.timer != nil {
+			a.timer.Stop()
+			a.timer = nil
+		}
+		if a.bounds.StreamIdle > 0 && a.ctx.Err() == nil {
+			a.timer = time.AfterFunc(a.bounds.StreamIdle, func() { a.cancel(errIdle) })
+		}
+		return
+	}
 	if a.timer != nil {
-		a.timer.Reset(a.timeout)
+		a.timer.Reset(a.bounds.StreamIdle)
 	}
 }
 
@@ -76,14 +96,54 @@ func (a *Attempt) Err(provider string, err error) error {
 		}
 		return fmt.Errorf("%s: %w (%w)", provider, perr, err)
 	}
-	if context.Cause(a.ctx) == errTimedOut {
-		return fmt.Errorf("%w: %s: no response within %s", llm.ErrTimeout, provider, a.timeout)
+	switch context.Cause(a.ctx) {
+	case errFirstByte:
+		return fmt.Errorf("%w: %s: nothing received within %s of sending the request", llm.ErrFirstByteTimeout, provider, a.bounds.FirstByte)
+	case errIdle:
+		return fmt.Errorf("%w: %s: the stream sent nothing for %s", llm.ErrStreamIdleTimeout, provider, a.bounds.StreamIdle)
 	}
 	var ae *llm.APIError
 	if errors.As(err, &ae) {
 		return err
 	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && op.Timeout() {
+		return fmt.Errorf("%w: %s: no connection to %v within %s: %w", llm.ErrConnectTimeout, provider, op.Addr, a.bounds.Connect, err)
+	}
 	return fmt.Errorf("%s: %w", provider, err)
+}
+
+// Bounds is a provider's bounds: t with llm's defaults, where a positive
+// shorthand (a provider's Options.Timeout) stands for the first-byte and
+// stream-idle bounds that t leaves zero.
+func Bounds(t llm.Timeouts, shorthand time.Duration) llm.Timeouts {
+	if shorthand > 0 {
+		if t.FirstByte == 0 {
+			t.FirstByte = shorthand
+		}
+		if t.StreamIdle == 0 {
+			t.StreamIdle = shorthand
+		}
+	}
+	return t.WithDefaults()
+}
+
+// HTTPClient returns a client whose connections are bounded by
+// bounds.Connect (dial and TLS handshake); the other bounds are the
+// Attempt's. It is used when the caller gives no client of its own.
+func HTTPClient(bounds llm.Timeouts) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if bounds.Connect > 0 {
+		tr.DialContext = (&net.Dialer{Timeout: bounds.Connect, KeepAlive: 30 * time.Second}).DialContext
+		tr.TLSHandshakeTimeout = bounds.Connect
+	}
+	return &http.Client{Transport: tr}
+}
+
+// EmptyStream is the error of a stream that ended without a single event:
+// a success status with a body that is not a stream (garbage, or nothing).
+func EmptyStream(provider string) error {
+	return fmt.Errorf("%w: %s: the response stream ended without any event (the body is empty or not server-sent events)", llm.ErrInvalidResponse, provider)
 }
 
 // APIError builds the *llm.APIError of an error response. status is the

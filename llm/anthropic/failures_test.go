@@ -1,0 +1,52 @@
+package anthropic_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/llm/anthropic"
+	"github.com/weftlabs/weft/llm/internal/wiretest"
+)
+
+// A success status whose body is not a reply is an error naming the
+// provider, never an empty answer (issue 7 §4).
+func TestInvalidSuccessBody(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"garbage", "{not json at all"},
+		{"empty", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wiretest.New(t, wiretest.JSON(200, tc.body))
+			m := newModel(t, s, nil)
+			_, err := m.Generate(ctx, []llm.Message{llm.Human("hi")})
+			if err == nil || !strings.Contains(err.Error(), "anthropic") {
+				t.Errorf("Generate: err = %v, want an error naming anthropic", err)
+			}
+			got, _, err := collect(m, []llm.Message{llm.Human("hi")})
+			if !errors.Is(err, llm.ErrInvalidResponse) || !strings.Contains(err.Error(), "anthropic") {
+				t.Errorf("Stream: err = %v (message %+v), want ErrInvalidResponse naming anthropic", err, got)
+			}
+		})
+	}
+}
+
+// A stream that stalls after its first events fails with the idle bound's
+// error and is not retried (issue 7 §3).
+func TestStreamStallsAfterFirstChunk(t *testing.T) {
+	s := wiretest.New(t, wiretest.SSE(true, toolsStream[:4]...))
+	var sleeps wiretest.Sleeps
+	m := newModel(t, s, &sleeps, func(o *anthropic.Options) { o.Timeouts.StreamIdle = 50 * time.Millisecond })
+	got, _, err := collect(m, []llm.Message{llm.Human("hi")})
+	if !errors.Is(err, llm.ErrStreamIdleTimeout) {
+		t.Fatalf("err = %v, want ErrStreamIdleTimeout", err)
+	}
+	if got.Content != "두 가지를" {
+		t.Errorf("text before the stall = %q", got.Content)
+	}
+	if n := len(s.Requests()); n != 1 || len(sleeps.Waits()) != 0 {
+		t.Errorf("%d requests, waits %v: a stream that produced output must not be retried", n, sleeps.Waits())
+	}
+}

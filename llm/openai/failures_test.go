@@ -1,0 +1,89 @@
+package openai_test
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/llm/internal/wiretest"
+	"github.com/weftlabs/weft/llm/openai"
+)
+
+// A success status whose body is not a reply is an error naming the
+// provider, never an empty answer (issue 7 §4).
+func TestInvalidSuccessBody(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"garbage", "{not json at all"},
+		{"empty", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wiretest.New(t, wiretest.JSON(200, tc.body))
+			m := newModel(t, s, nil)
+			_, err := m.Generate(ctx, []llm.Message{llm.Human("hi")})
+			if err == nil || !strings.Contains(err.Error(), "openai") {
+				t.Errorf("Generate: err = %v, want an error naming openai", err)
+			}
+			got, _, err := collect(t, m, []llm.Message{llm.Human("hi")})
+			if !errors.Is(err, llm.ErrInvalidResponse) || !strings.Contains(err.Error(), "openai") {
+				t.Errorf("Stream: err = %v (message %+v), want ErrInvalidResponse naming openai", err, got)
+			}
+		})
+	}
+}
+
+// A stream that stalls after its first chunk fails with the idle bound's
+// error, and is not retried: part of the reply was delivered (issue 7 §3).
+func TestStreamStallsAfterFirstChunk(t *testing.T) {
+	s := wiretest.New(t, wiretest.SSE(true, plainStream[1]))
+	var sleeps wiretest.Sleeps
+	m := newModel(t, s, &sleeps, func(o *openai.Options) { o.Timeouts.StreamIdle = 50 * time.Millisecond })
+	got, chunks, err := collect(t, m, []llm.Message{llm.Human("hi")})
+	if !errors.Is(err, llm.ErrStreamIdleTimeout) || !errors.Is(err, llm.ErrTimeout) {
+		t.Fatalf("err = %v, want ErrStreamIdleTimeout", err)
+	}
+	if len(chunks) != 1 || got.Content != "UX 디자인은" {
+		t.Errorf("chunks before the stall = %+v", chunks)
+	}
+	if n := len(s.Requests()); n != 1 || len(sleeps.Waits()) != 0 {
+		t.Errorf("%d requests, waits %v: a stream that produced output must not be retried", n, sleeps.Waits())
+	}
+}
+
+// Nothing received after the request: the first-byte bound's error.
+func TestFirstByteBound(t *testing.T) {
+	s := wiretest.New(t, wiretest.Hang())
+	m := newModel(t, s, nil, func(o *openai.Options) {
+		o.Timeouts.FirstByte = 20 * time.Millisecond
+		o.Retry.MaxRetries = -1
+	})
+	_, err := m.Generate(ctx, []llm.Message{llm.Human("hi")})
+	if !errors.Is(err, llm.ErrFirstByteTimeout) {
+		t.Errorf("Generate: err = %v, want ErrFirstByteTimeout", err)
+	}
+	_, _, err = collect(t, m, []llm.Message{llm.Human("hi")})
+	if !errors.Is(err, llm.ErrFirstByteTimeout) {
+		t.Errorf("Stream: err = %v, want ErrFirstByteTimeout", err)
+	}
+}
+
+// Nothing listening: the error names the provider and the address.
+func TestNothingListening(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var sleeps wiretest.Sleeps
+	m, err := openai.New(openai.Options{Model: "m", BaseURL: "http://" + addr + "/v1/", Retry: llm.RetryPolicy{Sleep: sleeps.Sleep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Generate(ctx, []llm.Message{llm.Human("hi")})
+	if err == nil || !strings.Contains(err.Error(), "openai") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("err = %v, want one naming openai and %s", err, addr)
+	}
+}
