@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/tool"
 )
@@ -29,8 +30,10 @@ var errUnparseable = errors.New("react: unparseable reply")
 type turn struct {
 	question   string
 	msgs       []llm.Message
-	steps      int
-	toolErrors int
+	steps int
+	// toolErrors counts the rounds with a failed tool call; failedCalls
+	// the failed calls.
+	toolErrors, failedCalls int
 }
 
 // observations returns the turn's successful tool messages.
@@ -55,12 +58,21 @@ func currentTurn(msgs []llm.Message) turn {
 		}
 	}
 	t.msgs = msgs[start:]
+	// Tool errors count by round (the calls of one reply), so that one
+	// parallel round of failures reaches the model before the budget ends
+	// the turn.
+	failedRound := false
 	for _, m := range t.msgs {
 		switch {
 		case m.Type == llm.TypeAI && len(m.ToolCalls)+len(m.InvalidToolCalls) > 0:
 			t.steps++
+			failedRound = false
 		case m.Type == llm.TypeTool && m.IsError():
-			t.toolErrors++
+			t.failedCalls++
+			if !failedRound {
+				t.toolErrors++
+				failedRound = true
+			}
 		}
 	}
 	return t
@@ -74,14 +86,50 @@ func (a *agent) node(ctx context.Context, s graph.State) (graph.Update, error) {
 	start, ok := startedAt.Lookup(s)
 	if len(t.msgs) == 0 || !ok || start.IsZero() {
 		start = now
-		out = startedAt.Write(now)
+		if at, ok := TurnStart(ctx); ok && at.Before(now) {
+			// The turn began before the agent ran (a router's classifier
+			// call): the budget covers that too.
+			start = at
+		}
+		out = startedAt.Write(start)
 	}
 	deadline := start.Add(a.opts.Timeout)
 	reply, err := a.decide(ctx, msgs, t, deadline)
 	if err != nil {
 		return graph.Update{}, err
 	}
-	return out.And(Messages.Write(reply)), nil
+	return out.And(Messages.Write(OwnID(reply))), nil
+}
+
+type turnStartKey struct{}
+
+// WithTurnStart tells the agent run under ctx that its turn began at t:
+// the turn's timeout (Options.Timeout) counts from t rather than from the
+// agent's first step, so that work done before the agent ran (a router's
+// classifier call) is within the same budget.
+func WithTurnStart(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, turnStartKey{}, t)
+}
+
+// TurnStart returns the time set by WithTurnStart.
+func TurnStart(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(turnStartKey{}).(time.Time)
+	return t, ok
+}
+
+// OwnID gives m an ID of its own, unique whatever the provider sent (a
+// server that repeats completion ids would otherwise have a new message
+// replace an earlier one), and keeps the provider's ID in the message's
+// response metadata under MetaProviderID.
+func OwnID(m llm.Message) llm.Message {
+	if m.ID != "" {
+		md := make(llm.ResponseMetadata, len(m.ResponseMetadata)+1)
+		maps.Copy(md, m.ResponseMetadata)
+		md[MetaProviderID] = m.ID
+		m.ResponseMetadata = md
+	}
+	m.ID = ids.Random()
+	return m
 }
 
 // decide returns the agent's next message: tool calls, an answer, or a
@@ -191,7 +239,18 @@ func finish(reply llm.Message, why StopReason, fallback bool) llm.Message {
 
 func (a *agent) fallback(ctx context.Context, t turn, why StopReason, err error) llm.Message {
 	text := a.opts.Fallback(ctx, Failure{Reason: why, Err: err, Question: t.question, Observations: t.observations()})
-	return finish(llm.AI(text), why, true)
+	return FallbackMessage(text, why, err)
+}
+
+// FallbackMessage is a fallback answer with text for the user, marked as
+// one (MetaFallback, MetaStop) and recording its cause (MetaError), so
+// that the thread tells it apart from a model's answer.
+func FallbackMessage(text string, why StopReason, cause error) llm.Message {
+	m := finish(llm.AI(text), why, true)
+	if cause != nil {
+		m.ResponseMetadata[MetaError] = cause.Error()
+	}
+	return m
 }
 
 // ---------------------------------------------------------------- JSON mode

@@ -24,12 +24,15 @@ type Outcome struct {
 	// ToolCalls counts tool calls; CacheHits those served from the
 	// cache; ToolErrors those that failed.
 	ToolCalls, CacheHits, ToolErrors int
+	// Err is why the turn ended in a fallback answer (a *TurnError,
+	// matching ErrNoAnswer); nil when the model answered.
+	Err error
 }
 
 // OutcomeOf reads the outcome of the last turn in msgs.
 func OutcomeOf(msgs []llm.Message) Outcome {
 	t := currentTurn(msgs)
-	o := Outcome{Steps: t.steps, ToolErrors: t.toolErrors}
+	o := Outcome{Steps: t.steps, ToolErrors: t.failedCalls}
 	for _, m := range t.msgs {
 		switch m.Type {
 		case llm.TypeAI:
@@ -52,6 +55,10 @@ func OutcomeOf(msgs []llm.Message) Outcome {
 			o.Stop = StopReason(why)
 		}
 		o.Fallback, _ = last.ResponseMetadata[MetaFallback].(bool)
+		if o.Fallback {
+			cause, _ := last.ResponseMetadata[MetaError].(string)
+			o.Err = &TurnError{Reason: o.Stop, Cause: cause}
+		}
 	}
 	return o
 }

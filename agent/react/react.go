@@ -76,11 +76,55 @@ const (
 	StopModelError StopReason = "model_error"
 )
 
-// Metadata keys of the turn's final AI message.
+// Metadata keys of the agent's AI messages.
 const (
-	MetaStop     = "react_stop"
+	// MetaStop (the turn's final message) holds its StopReason.
+	MetaStop = "react_stop"
+	// MetaFallback (the turn's final message) is true when it is a
+	// fallback answer, not the model's.
 	MetaFallback = "react_fallback"
+	// MetaError (a fallback answer) holds the cause of the failure: the
+	// provider's error, a bound crossed, a parse error.
+	MetaError = "react_error"
+	// MetaProviderID holds the id the provider gave the reply. The
+	// message's own ID is the agent's, unique in the thread, whatever the
+	// provider sends.
+	MetaProviderID = "id"
 )
+
+// Errors of a turn that ended without a model answer; test for them with
+// errors.Is on a *TurnError (Outcome.Err).
+var (
+	// ErrNoAnswer: the turn ended in a fallback answer.
+	ErrNoAnswer = errors.New("react: the turn ended without a model answer")
+	// ErrModelFailed: the model call failed (StopModelError). It also
+	// matches ErrNoAnswer.
+	ErrModelFailed = errors.New("react: the model failed")
+)
+
+// TurnError is why a turn ended in a fallback answer. It matches
+// ErrNoAnswer, and ErrModelFailed when the model call failed.
+type TurnError struct {
+	// Reason is why the loop stopped.
+	Reason StopReason
+	// Cause is the failure's description, as the thread records it
+	// (MetaError); empty when there was no error (tools kept failing,
+	// the step limit).
+	Cause string
+}
+
+// Error names the reason and the cause.
+func (e *TurnError) Error() string {
+	if e.Cause == "" {
+		return fmt.Sprintf("no answer (%s)", e.Reason)
+	}
+	return fmt.Sprintf("no answer (%s): %s", e.Reason, e.Cause)
+}
+
+// Is matches ErrNoAnswer, and ErrModelFailed for StopModelError.
+func (e *TurnError) Is(target error) bool {
+	return target == ErrNoAnswer || target == ErrModelFailed && e.Reason == StopModelError
+}
 
 // StructuredMethod is how a model of this mode is asked for structured
 // output (a router's classifier, say): by a tool call for NativeTools,
@@ -117,9 +161,10 @@ type Options struct {
 	Timeout time.Duration
 	// ToolTimeout bounds one tool call (default 10s).
 	ToolTimeout time.Duration
-	// MaxToolErrors is the number of failed tool calls in a turn after
-	// which the agent stops with a fallback answer (default 2: the model
-	// sees the first failure and may correct itself).
+	// MaxToolErrors is the number of tool rounds with a failed call in a
+	// turn after which the agent stops with a fallback answer (default 2:
+	// the model sees the first round's failures, all of them, and may
+	// correct itself). A round is the tool calls of one model reply.
 	MaxToolErrors int
 	// Checkpointer saves the conversation by thread.
 	Checkpointer *checkpoint.Saver

@@ -120,6 +120,16 @@ func TestStopConditions(t *testing.T) {
 			want: react.Outcome{Stop: react.StopToolErrors, Fallback: true, Steps: 2, ToolsUsed: []string{"broken"}, ToolCalls: 2, ToolErrors: 2},
 		},
 		{
+			// Two failed calls in one parallel round use one of the two
+			// rounds the budget allows: the model sees both errors.
+			name: "one failed parallel round reaches the model",
+			script: []scripted.Response{
+				{Message: llm.AI("", call("broken", `{}`), call("broken", `{"x":1}`))},
+				{Message: llm.AI("The tool is down; try later.")},
+			},
+			want: react.Outcome{Answer: "The tool is down; try later.", Stop: react.StopAnswer, Steps: 1, ToolsUsed: []string{"broken"}, ToolCalls: 2, ToolErrors: 2},
+		},
+		{
 			name:   "model error",
 			script: []scripted.Response{{Err: errors.New("overloaded")}},
 			want:   react.Outcome{Stop: react.StopModelError, Fallback: true},
@@ -146,7 +156,14 @@ func TestStopConditions(t *testing.T) {
 					if got.Answer == "" {
 						t.Error("empty fallback answer")
 					}
-					got.Answer = ""
+					var te *react.TurnError
+					if !errors.Is(got.Err, react.ErrNoAnswer) || !errors.As(got.Err, &te) || te.Reason != tt.want.Stop {
+						t.Errorf("Err = %v, want a TurnError for %s", got.Err, tt.want.Stop)
+					}
+					if tt.want.Stop == react.StopModelError && (!errors.Is(got.Err, react.ErrModelFailed) || te.Cause != "overloaded") {
+						t.Errorf("Err = %v, want ErrModelFailed with the cause", got.Err)
+					}
+					got.Answer, got.Err = "", nil
 				}
 				if tt.want.Stop == react.StopTimeout {
 					// How far the turn got before its deadline varies.
@@ -233,7 +250,10 @@ func TestJSONFormat(t *testing.T) {
 			var searches atomic.Int32
 			got := run(t, model, tools(t, &searches), react.Options{Mode: react.JSONFormat, SystemPrompt: "You are DreamPath."})
 			if tt.want.Fallback {
-				got.Answer = ""
+				if !errors.Is(got.Err, react.ErrNoAnswer) {
+					t.Errorf("Err = %v, want ErrNoAnswer", got.Err)
+				}
+				got.Answer, got.Err = "", nil
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s", diff)
@@ -340,5 +360,44 @@ func TestBadOptions(t *testing.T) {
 	}
 	if _, err := react.New(nil, nil, react.Options{}); !errors.Is(err, react.ErrInvalidOptions) {
 		t.Errorf("nil model: %v", err)
+	}
+}
+
+// A provider that repeats its completion ids must not make a new message
+// replace an earlier one: each message gets an id of its own, and the
+// provider's is kept in the response metadata (issue 7 §6).
+func TestRepeatedProviderIDs(t *testing.T) {
+	withID := func(text string) llm.Message {
+		m := llm.AI(text)
+		m.ID = "chatcmpl-same"
+		return m
+	}
+	for _, stream := range []bool{false, true} {
+		model := scripted.New(withID("First."), withID("Second."))
+		var searches atomic.Int32
+		g, err := react.New(model, tools(t, &searches), react.Options{Checkpointer: checkpoint.NewMemory(), NoStream: !stream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := graph.RunOptions{ThreadID: "t1"}
+		for _, q := range []string{"one", "two"} {
+			if _, err := react.Run(context.Background(), g, q, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		for _, m := range react.Messages.Get(st.Values) {
+			texts = append(texts, m.Text())
+			if m.Type == llm.TypeAI && m.ResponseMetadata[react.MetaProviderID] != "chatcmpl-same" {
+				t.Errorf("stream=%v: provider id not kept: %+v", stream, m.ResponseMetadata)
+			}
+		}
+		if want := []string{"one", "First.", "two", "Second."}; !slices.Equal(texts, want) {
+			t.Errorf("stream=%v: thread holds %q, want %q", stream, texts, want)
+		}
 	}
 }
