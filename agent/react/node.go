@@ -28,9 +28,9 @@ var errUnparseable = errors.New("react: unparseable reply")
 // turn is the current turn of a conversation: what follows its last human
 // message.
 type turn struct {
-	question   string
-	msgs       []llm.Message
-	steps int
+	question string
+	msgs     []llm.Message
+	steps    int
 	// toolErrors counts the rounds with a failed tool call; failedCalls
 	// the failed calls.
 	toolErrors, failedCalls int
