@@ -41,6 +41,10 @@ type StructuredOptions struct {
 	Method StructuredMethod
 	// Call is passed to every model call.
 	Call CallOptions
+	// TypeSchemas give the schemas of Go types within T, where the
+	// derived one says too little (a string type whose values are an
+	// enum, say); see jsonschema.ForOptions.
+	TypeSchemas map[reflect.Type]*jsonschema.Schema
 }
 
 // StructuredOutputError reports a reply that did not match the schema
@@ -81,7 +85,7 @@ func Structured[T any](ctx context.Context, model ChatModel, msgs []Message, opt
 		o = opts[len(opts)-1]
 	}
 	typeName := reflect.TypeFor[T]().String()
-	schema, err := jsonschema.For[T](nil)
+	schema, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: o.TypeSchemas})
 	if err != nil {
 		return zero, fmt.Errorf("llm: structured output: JSON Schema of %s: %w", typeName, err)
 	}

@@ -111,7 +111,14 @@ type TurnError struct {
 	// (MetaError); empty when there was no error (tools kept failing,
 	// the step limit).
 	Cause string
+	// Err is the failure itself when it is at hand (a chat reply that
+	// failed: an *llm.APIError, say); a turn read back from a thread has
+	// only Cause.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *TurnError) Unwrap() error { return e.Err }
 
 // Error names the reason and the cause.
 func (e *TurnError) Error() string {

@@ -20,11 +20,17 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/weftlabs/weft/agent/react"
+	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 )
@@ -119,11 +125,20 @@ func AcknowledgementRule() Rule {
 }
 
 // Reply is the router's answer; its JSON form is {message, used_agent,
-// tools_used}.
+// tools_used}, with stop, fallback and error when the turn ended without a
+// model answer.
 type Reply struct {
+	// Message is the answer's text: the model's, or a fallback answer for
+	// the user (react.DefaultFallback) when there was none.
 	Message   string   `json:"message"`
 	UsedAgent bool     `json:"used_agent"`
 	ToolsUsed []string `json:"tools_used"`
+	// Stop is why the agent's turn ended (empty on the chat route).
+	Stop react.StopReason `json:"stop,omitempty"`
+	// Fallback is true when Message is a fallback answer; Error then
+	// says why (the provider's error, a bound crossed, ...).
+	Fallback bool   `json:"fallback,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Options configure a Router.
@@ -153,6 +168,13 @@ type Options struct {
 	Default Route
 	// ChatPrompt is the system prompt of plain chat replies.
 	ChatPrompt string
+	// ChatHistory is how many of the thread's latest messages a plain
+	// chat reply sees (default 10, document 001's window).
+	ChatHistory int
+	// TurnTimeout bounds a whole turn, the classifier's call included
+	// (default 30s, document 002). The agent's own budget
+	// (react.Options.Timeout) counts from the turn's start too.
+	TurnTimeout time.Duration
 }
 
 // Stats counts the router's decisions.
@@ -207,6 +229,15 @@ func New(chat llm.ChatModel, agent *graph.Graph, opts Options) (*Router, error) 
 	case Chat, Agent:
 	default:
 		return nil, fmt.Errorf("%w: Default route %q; expected %q or %q", ErrInvalidOptions, opts.Default, Chat, Agent)
+	}
+	if opts.ChatHistory < 0 || opts.TurnTimeout < 0 {
+		return nil, fmt.Errorf("%w: ChatHistory and TurnTimeout must not be negative (got %d, %v)", ErrInvalidOptions, opts.ChatHistory, opts.TurnTimeout)
+	}
+	if opts.ChatHistory == 0 {
+		opts.ChatHistory = 10
+	}
+	if opts.TurnTimeout == 0 {
+		opts.TurnTimeout = 30 * time.Second
 	}
 	if opts.ClassifierPrompt == "" {
 		opts.ClassifierPrompt = "Classify the user's message. Answer \"chat\" for greetings, small talk and questions you can answer directly; \"agent\" when answering needs tools: searching mentoring sessions, learning paths or job postings, or booking."
@@ -275,7 +306,14 @@ func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
 		return route, ByRule
 	}
 	if r.opts.Classifier != nil {
-		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, llm.StructuredOptions{Name: "route", Description: "Where the message should go.", Method: r.opts.ClassifierMethod})
+		if _, ok := ctx.Deadline(); !ok {
+			// A classifier that hangs must not hold the turn past its
+			// budget; the fallback rules then decide.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, r.opts.TurnTimeout)
+			defer cancel()
+		}
+		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, llm.StructuredOptions{Name: "route", Description: "Where the message should go.", Method: r.opts.ClassifierMethod, TypeSchemas: routeSchema})
 		if err == nil && (d.Route == Chat || d.Route == Agent) {
 			r.byModel.Add(1)
 			return d.Route, ByModel
@@ -290,28 +328,182 @@ func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
 	return r.opts.Default, ByFallback
 }
 
-// Handle routes msg and answers it. opts are the agent's run options (a
-// thread for a checkpointed agent).
+// routeSchema makes the classifier's schema list the routes it may choose.
+var routeSchema = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[Route](): {Type: "string", Enum: []any{string(Chat), string(Agent)}},
+}
+
+// Handle routes msg and answers it: Answer without events. opts are the
+// agent's run options (a thread for a checkpointed agent).
 func (r *Router) Handle(ctx context.Context, msg string, opts ...graph.RunOptions) (Reply, error) {
-	route, _ := r.Decide(ctx, msg)
+	var o AnswerOptions
+	if len(opts) > 0 {
+		o.Run = opts[len(opts)-1]
+	}
+	return r.Answer(ctx, msg, o)
+}
+
+// ChatNode names the chat route's replies in the events Answer sends: a
+// graph.MessageEvent of Node ChatNode per chunk, then one with the whole
+// message.
+const ChatNode = "chat"
+
+// AnswerOptions configure Answer.
+type AnswerOptions struct {
+	// Run are the agent's run options: ThreadID names the conversation
+	// (a checkpointed agent keeps it, and the chat route reads and
+	// extends it too); StreamModes select the agent's events for OnEvent.
+	Run graph.RunOptions
+	// OnRoute, if set, is told where the message went before it is
+	// answered.
+	OnRoute func(Route, Source)
+	// OnEvent, if set, receives what happens while the message is
+	// answered: the agent's graph events (Run.StreamModes), or on the
+	// chat route a graph.MessageEvent of Node ChatNode per chunk and then
+	// one with the whole reply, in messages mode.
+	OnEvent func(graph.Event)
+}
+
+// Answer routes msg, answers it and records the exchange on the thread
+// (Run.ThreadID): the one path by which a message is answered, for the
+// command line and servers alike. The turn is bounded by TurnTimeout,
+// the classifier's call included.
+//
+// When no model answer was produced, Reply holds a fallback answer for
+// the user (Fallback, Error) and the error is a *react.TurnError matching
+// react.ErrNoAnswer (and react.ErrModelFailed when the model call failed,
+// on either route); the thread records the fallback answer with its cause
+// (react.MetaError), marked as a fallback (react.MetaFallback). Other
+// errors (the thread could not be read or saved, ctx ended) come with an
+// empty Reply.
+func (r *Router) Answer(ctx context.Context, msg string, opts AnswerOptions) (Reply, error) {
+	start := time.Now()
+	tctx, cancel := context.WithDeadline(ctx, start.Add(r.opts.TurnTimeout))
+	defer cancel()
+	route, src := r.Decide(tctx, msg)
 	r.messages.Add(1)
+	if opts.OnRoute != nil {
+		opts.OnRoute(route, src)
+	}
 	if route == Agent {
 		r.agentRuns.Add(1)
-		out, err := react.Run(ctx, r.agent, msg, opts...)
+		// The agent's budget counts from the turn's start; it enforces
+		// it itself, with a fallback answer, so it runs under ctx.
+		return r.answerByAgent(react.WithTurnStart(ctx, start), msg, opts)
+	}
+	return r.answerByChat(ctx, tctx, msg, opts)
+}
+
+func (r *Router) answerByAgent(ctx context.Context, msg string, opts AnswerOptions) (Reply, error) {
+	input := react.Messages.Write(llm.Human(msg))
+	var final graph.State
+	if opts.OnEvent == nil {
+		st, err := r.agent.Invoke(ctx, input, opts.Run)
 		if err != nil {
 			return Reply{}, fmt.Errorf("router: agent: %w", err)
 		}
-		tools := out.ToolsUsed
-		if tools == nil {
-			tools = []string{}
+		final = st
+	} else {
+		// Values are streamed too, for the final state; the caller sees
+		// only the modes it asked for.
+		run := opts.Run
+		asked := slices.Clone(run.StreamModes)
+		if !slices.Contains(asked, graph.StreamValues) {
+			run.StreamModes = append(slices.Clone(asked), graph.StreamValues)
 		}
-		return Reply{Message: out.Answer, UsedAgent: true, ToolsUsed: tools}, nil
+		for ev, err := range r.agent.Stream(ctx, input, run) {
+			if err != nil {
+				return Reply{}, fmt.Errorf("router: agent: %w", err)
+			}
+			if ev.Mode == graph.StreamValues && len(ev.Namespace) == 0 {
+				if st, ok := ev.Data.(graph.State); ok {
+					final = st
+				}
+			}
+			if slices.Contains(asked, ev.Mode) {
+				opts.OnEvent(ev)
+			}
+		}
 	}
-	reply, err := r.chat.Generate(ctx, r.chatMessages(nil, msg))
-	if err != nil {
-		return Reply{}, fmt.Errorf("router: chat: %w", err)
+	out := react.OutcomeOf(react.Messages.Get(final))
+	tools := out.ToolsUsed
+	if tools == nil {
+		tools = []string{}
 	}
-	return Reply{Message: reply.Text(), ToolsUsed: []string{}}, nil
+	reply := Reply{Message: out.Answer, UsedAgent: true, ToolsUsed: tools, Stop: out.Stop, Fallback: out.Fallback}
+	var te *react.TurnError
+	if errors.As(out.Err, &te) {
+		reply.Error = te.Cause
+	}
+	return reply, out.Err
+}
+
+// answerByChat answers on the chat route: the model sees the thread's
+// latest messages, the reply streams, and the exchange is saved to the
+// thread, so that the agent sees it on a later turn. tctx is the turn's
+// bounded context, for the model call; the thread is read and written
+// under ctx.
+func (r *Router) answerByChat(ctx, tctx context.Context, msg string, opts AnswerOptions) (Reply, error) {
+	thread := opts.Run.ThreadID
+	cfg := checkpoint.Config{ThreadID: thread}
+	var history []llm.Message
+	if thread != "" {
+		st, err := r.agent.GetState(ctx, cfg)
+		switch {
+		case errors.Is(err, graph.ErrNoCheckpointer):
+			thread = "" // nothing to read or save
+		case err != nil:
+			return Reply{}, fmt.Errorf("router: reading thread %s: %w", cfg.ThreadID, err)
+		default:
+			history = react.Messages.Get(st.Values)
+			history = history[max(0, len(history)-r.opts.ChatHistory):]
+		}
+	}
+	emit := func(m any) {
+		if opts.OnEvent != nil {
+			opts.OnEvent(graph.Event{Mode: graph.StreamMessages, Data: graph.MessageEvent{Message: m, Node: ChatNode, TaskID: ChatNode}})
+		}
+	}
+	var chunks []llm.Chunk
+	var failure error
+	for c, err := range r.chat.Stream(tctx, r.chatMessages(history, msg)) {
+		if err != nil {
+			failure = err
+			break
+		}
+		emit(c)
+		chunks = append(chunks, c)
+	}
+	if failure != nil && ctx.Err() != nil {
+		return Reply{}, fmt.Errorf("router: chat: %w", failure)
+	}
+	var reply llm.Message
+	var turnErr error
+	if failure != nil {
+		why := react.StopModelError
+		if tctx.Err() != nil {
+			why = react.StopTimeout // the turn's budget ran out
+		}
+		f := react.Failure{Reason: why, Err: failure, Question: msg}
+		reply = react.FallbackMessage(react.DefaultFallback(ctx, f), why, failure)
+		turnErr = &react.TurnError{Reason: why, Cause: failure.Error(), Err: failure}
+	} else {
+		reply = llm.Merge(chunks...).Message()
+	}
+	reply = react.OwnID(reply)
+	emit(reply)
+	if thread != "" {
+		// Saved as written after the graph's end: nothing is scheduled to
+		// run.
+		if _, err := r.agent.UpdateState(ctx, cfg, react.Messages.Write(llm.Human(msg), reply), graph.END); err != nil {
+			return Reply{}, errors.Join(turnErr, fmt.Errorf("router: saving the chat to thread %s: %w", thread, err))
+		}
+	}
+	out := Reply{Message: reply.Text(), ToolsUsed: []string{}}
+	if failure != nil {
+		out.Fallback, out.Error = true, failure.Error()
+	}
+	return out, turnErr
 }
 
 // Stats returns the counts so far.

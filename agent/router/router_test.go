@@ -194,7 +194,7 @@ func TestHandleAndStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := router.Reply{Message: "There is a UX designer opening at Acme.", UsedAgent: true, ToolsUsed: []string{"search_jobs"}}
+	want := router.Reply{Message: "There is a UX designer opening at Acme.", UsedAgent: true, ToolsUsed: []string{"search_jobs"}, Stop: react.StopAnswer}
 	if diff := cmp.Diff(want, agent); diff != "" {
 		t.Errorf("agent reply (-want +got):\n%s", diff)
 	}
