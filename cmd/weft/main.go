@@ -20,6 +20,6 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weft:", err)
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err))
 	}
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
-	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	"github.com/weftlabs/weft/graph"
@@ -132,7 +131,7 @@ func run(ctx context.Context, c runConfig) error {
 	}
 	model, err := providers.Open(ctx, name)
 	if err != nil {
-		return fmt.Errorf("model %q: %w", name, err)
+		return err // it names the model already
 	}
 	db, err := dburl.Open(ctx, c.dsn, dburl.Options{})
 	if err != nil {
@@ -157,20 +156,51 @@ func run(ctx context.Context, c runConfig) error {
 		fmt.Fprintf(c.info, "thread %s (continue it with --thread %s)\n", thread, thread)
 	}
 	p := &printer{out: c.out, info: c.info, json: c.mode == react.JSONFormat}
-	if a.Decide != nil && a.Decide(ctx, c.question) == router.Chat {
-		fmt.Fprintln(c.info, "· plain chat, no tools")
-		return chat(ctx, a, thread, c.question, p)
-	}
-	opts := graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamMessages, graph.StreamUpdates}}
-	for ev, err := range a.Graph.Stream(ctx, react.Messages.Write(llm.Human(c.question)), opts) {
-		if err != nil {
-			p.endLine()
-			return fmt.Errorf("agent %s: %w", e.Name, err)
-		}
-		p.event(ev)
-	}
+	// The agent packages answer (router.Answer); the command only shows
+	// what happens.
+	_, err = a.Router.Answer(ctx, c.question, router.AnswerOptions{
+		Run: graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamMessages, graph.StreamUpdates}},
+		OnRoute: func(r router.Route, _ router.Source) {
+			if r == router.Chat {
+				fmt.Fprintln(c.info, "· plain chat, no tools")
+			}
+		},
+		OnEvent: p.event,
+	})
 	p.endLine()
+	if err != nil {
+		// A fallback answer was shown for the user on out; the cause goes
+		// to the error output, with an exit code of its own.
+		return fmt.Errorf("agent %s: %w", e.Name, err)
+	}
 	return nil
+}
+
+// Exit codes of the weft command, documented in README.md.
+const (
+	// ExitError: the command failed (bad flags, configuration, database).
+	ExitError = 1
+	// ExitModelFailed: no model answer, because the model call failed
+	// (the provider's error, a timeout bound, an invalid response); a
+	// fallback answer was printed and the cause told on standard error.
+	ExitModelFailed = 3
+	// ExitNoAnswer: the agent ended its turn with a fallback answer for
+	// another reason (its tools kept failing, the turn's time ran out, the
+	// model's replies could not be used).
+	ExitNoAnswer = 4
+)
+
+// ExitCode is the process's exit code after err (0 for nil).
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, react.ErrModelFailed):
+		return ExitModelFailed
+	case errors.Is(err, react.ErrNoAnswer):
+		return ExitNoAnswer
+	}
+	return ExitError
 }
 
 func lookupAgent(name string) (examples.Example, error) {
@@ -206,39 +236,6 @@ type printer struct {
 	answer answerStream
 }
 
-// chatContext is how many of the thread's latest messages a plain chat
-// reply sees (document 001 keeps the last 10).
-const chatContext = 10
-
-// chat answers q on the chat route: the model sees the thread's latest
-// messages, the reply streams as it comes, and the exchange is saved to the
-// thread, so the agent sees it on a later turn.
-func chat(ctx context.Context, a *examples.Agent, thread, q string, p *printer) error {
-	cfg := checkpoint.Config{ThreadID: thread}
-	st, err := a.Graph.GetState(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("reading thread %s: %w", thread, err)
-	}
-	history := react.Messages.Get(st.Values)
-	history = history[max(0, len(history)-chatContext):]
-	var chunks []llm.Chunk
-	for chunk, err := range a.Chat(ctx, history, q) {
-		if err != nil {
-			p.endLine()
-			return fmt.Errorf("chat: %w", err)
-		}
-		p.token(chunk.Content)
-		chunks = append(chunks, chunk)
-	}
-	p.endLine()
-	reply := llm.Merge(chunks...).Message()
-	// Saved as written after the graph's end: nothing is scheduled to run.
-	if _, err := a.Graph.UpdateState(ctx, cfg, react.Messages.Write(llm.Human(q), reply), graph.END); err != nil {
-		return fmt.Errorf("saving the chat to thread %s: %w", thread, err)
-	}
-	return nil
-}
-
 func (p *printer) token(s string) {
 	if s == "" {
 		return
@@ -262,10 +259,10 @@ func (p *printer) event(ev graph.Event) {
 	case graph.MessageEvent:
 		switch m := d.Message.(type) {
 		case llm.Chunk:
-			if d.Node != react.AgentNode {
+			if d.Node != react.AgentNode && d.Node != router.ChatNode {
 				return
 			}
-			if p.json {
+			if p.json && d.Node == react.AgentNode {
 				p.token(p.answer.Write(m.Content))
 				return
 			}
@@ -273,7 +270,9 @@ func (p *printer) event(ev graph.Event) {
 				p.streamed = map[string]string{}
 			}
 			p.streamed[d.TaskID] += m.Content
-			p.chunks = append(p.chunks, m)
+			if d.Node == react.AgentNode {
+				p.chunks = append(p.chunks, m)
+			}
 			p.token(m.Content)
 		case llm.Message:
 			if p.json && d.Node == react.AgentNode {
@@ -334,8 +333,14 @@ func (p *printer) message(m llm.Message, task string) {
 		p.endLine()
 		fmt.Fprintf(p.info, "← %s: %s\n", m.Name, summarize(m))
 	case llm.TypeAI:
-		if text, ok := p.streamed[task]; ok && text == m.Text() {
+		text, ok := p.streamed[task]
+		if ok && text == m.Text() {
 			return
+		}
+		if text != "" {
+			// Part of a reply streamed before it failed: the fallback
+			// answer goes on a line of its own, not glued to it.
+			p.endLine()
 		}
 		// Not streamed as tokens: a fallback answer, or a model that
 		// does not stream.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"path/filepath"
 	"strings"
 
@@ -63,12 +62,9 @@ type Agent struct {
 	// Graph is the agent's graph (react.New): its input is a human
 	// message on react.Messages.
 	Graph *graph.Graph
-	// Decide routes a message between plain chat and Graph; nil sends
-	// every message to Graph.
-	Decide func(ctx context.Context, msg string) router.Route
-	// Chat streams a plain chat reply to msg after history; set when
-	// Decide is.
-	Chat func(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error]
+	// Router answers a message (router.Router.Answer): it routes it
+	// between plain chat and Graph, and records the turn on the thread.
+	Router *router.Router
 	// Close releases the agent's services.
 	Close func() error
 }
@@ -138,15 +134,7 @@ func openCareer(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 		svc.Close()
 		return nil, err
 	}
-	return &Agent{
-		Graph: a.Graph,
-		Decide: func(ctx context.Context, msg string) router.Route {
-			r, _ := a.Router.Decide(ctx, msg)
-			return r
-		},
-		Chat:  a.Chat,
-		Close: svc.Close,
-	}, nil
+	return &Agent{Graph: a.Graph, Router: a.Router, Close: svc.Close}, nil
 }
 
 func openTravel(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Agent, error) {
@@ -164,17 +152,7 @@ func openTravel(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 		svc.Close()
 		return nil, err
 	}
-	return &Agent{
-		Graph: g,
-		Decide: func(ctx context.Context, msg string) router.Route {
-			route, _ := r.Decide(ctx, msg)
-			return route
-		},
-		Chat: func(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error] {
-			return r.Chat(ctx, history, msg)
-		},
-		Close: svc.Close,
-	}, nil
+	return &Agent{Graph: g, Router: r, Close: svc.Close}, nil
 }
 
 // Names returns the examples' names, sorted.

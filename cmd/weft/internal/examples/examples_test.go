@@ -83,7 +83,7 @@ func TestOpenModeClassifier(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			if got := a.Decide(t.Context(), question); got != router.Agent {
+			if got, _ := a.Router.Decide(t.Context(), question); got != router.Agent {
 				t.Errorf("route = %q, want agent", got)
 			}
 			reqs := model.Requests()
@@ -105,7 +105,7 @@ func TestOpenModeClassifier(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			if got := a.Decide(t.Context(), question); got != router.Agent {
+			if got, _ := a.Router.Decide(t.Context(), question); got != router.Agent {
 				t.Errorf("route = %q, want agent", got)
 			}
 			if reqs := model.Requests(); len(reqs) != 1 || len(reqs[0].Tools) != 1 || reqs[0].Options.ToolChoice != "route" {
