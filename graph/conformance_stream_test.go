@@ -1243,6 +1243,79 @@ func TestConformanceStreamSubgraphInterrupt(t *testing.T) {
 	}
 }
 
+// Mirrors test_pregel.py::test_nested_graph_interrupts_parallel: a subgraph
+// compiled with interrupt_before stops there while outer_1 runs beside it.
+// Streamed with Subgraphs, the reader sees outer_1's update, inner_1's (in
+// the subgraph's namespace) and one "__interrupt__", the root's: the
+// subgraph's static breakpoint yields no chunk of its own. Continuing
+// serves outer_1's saved writes and runs the rest.
+func TestConformanceStreamNestedStaticInterruptParallel(t *testing.T) {
+	ctx := context.Background()
+	gate := newCSGate()
+	inner := csCompile(t, graph.New(csMyKey, csOther).
+		AddNode("inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			// outer_1's update comes first, as in LangGraph's test.
+			if err := csWait(ctx, gate.wait()); err != nil {
+				return graph.Update{}, err
+			}
+			return csMyKey.Write("got here").And(csOther.Write(csMyKey.Get(s))), nil
+		}).
+		AddNode("inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			return csMyKey.Write(" and there").And(csOther.Write(csMyKey.Get(s))), nil
+		}).
+		AddEdge(graph.START, "inner_1").AddEdge("inner_1", "inner_2"),
+		graph.CompileOptions{InterruptBefore: []string{"inner_2"}})
+	g := csCompile(t, graph.New(csMyKey).
+		AddSubgraph("inner", inner).
+		AddNode("outer_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			return csMyKey.Write(" and parallel"), nil
+		}).
+		AddNode("outer_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			return csMyKey.Write(" and back again"), nil
+		}).
+		AddEdge(graph.START, "inner").AddEdge(graph.START, "outer_1").
+		AddJoin([]string{"inner", "outer_1"}, "outer_2").AddEdge("outer_2", graph.END),
+		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
+	evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), graph.RunOptions{ThreadID: "2", Subgraphs: true}), csOpenAfter(gate, "outer_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type nsItem struct {
+		NS   string
+		Data any
+	}
+	var got []nsItem
+	for _, ev := range evs {
+		ns := strings.Join(ev.Namespace, "|")
+		if ns != "" {
+			ns = strings.SplitN(ns, ":", 2)[0] + ":"
+		}
+		got = append(got, nsItem{ns, csJSON(t, ev.Data)})
+	}
+	want := []nsItem{
+		{"", csObj{"outer_1": csObj{"my_key": " and parallel"}}},
+		{"inner:", csObj{"inner_1": csObj{"my_key": "got here", "my_other_key": ""}}},
+		{"", csObj{"__interrupt__": []any{}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+
+	evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, graph.RunOptions{ThreadID: "2"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRest := []any{
+		csObj{"outer_1": csObj{"my_key": " and parallel"}, "__metadata__": csObj{"cached": true}},
+		csObj{"inner": csObj{"my_key": "got here and there"}},
+		csObj{"outer_2": csObj{"my_key": " and back again"}},
+	}
+	if diff := cmp.Diff(wantRest, csData(t, evs)); diff != "" {
+		t.Errorf("continued events (-want +got):\n%s", diff)
+	}
+}
+
 // ---------------------------------------------------------------- ending
 
 // csGoroutinesSettle waits until the goroutine count is back to base.

@@ -114,7 +114,7 @@ func (r *run) loop(ctx context.Context) (outcome, []*task, error) {
 			return outcome{state: r.output(nil)}, nil, nil
 		}
 		if r.shouldInterrupt(r.before, tasks) {
-			r.emitUpdate("__interrupt__", Update{}, nil, false)
+			r.emitStaticInterrupt()
 			return outcome{state: r.output(nil), interrupted: true}, nil, nil
 		}
 		r.emitTaskStarts(tasks)
@@ -152,7 +152,7 @@ func (r *run) loop(ctx context.Context) (outcome, []*task, error) {
 			r.emitValues(nil)
 		}
 		if r.shouldInterrupt(r.after, tasks) {
-			r.emitUpdate("__interrupt__", Update{}, nil, false)
+			r.emitStaticInterrupt()
 			return outcome{state: r.output(nil), interrupted: true}, nil, nil
 		}
 	}
@@ -201,6 +201,16 @@ func (r *run) outputUpdated() bool {
 		}
 	}
 	return false
+}
+
+// emitStaticInterrupt reports a static breakpoint. A subgraph reports
+// none of its own: its parent's task stops with it and reports it, so a
+// stream with subgraph events shows one "__interrupt__", the root's, as in
+// LangGraph.
+func (r *run) emitStaticInterrupt() {
+	if !r.sub {
+		r.emitUpdate("__interrupt__", Update{}, nil, false)
+	}
 }
 
 // shouldInterrupt reports whether a static interrupt stops before (or after)
