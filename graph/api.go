@@ -158,6 +158,9 @@ func (g *Graph) GetState(ctx context.Context, cfg checkpoint.Config, opts ...Sta
 }
 
 func (r *run) describe(ctx context.Context, applyPending bool, so StateOptions) (StateSnapshot, error) {
+	if err := r.applySavedNullWrites(); err != nil {
+		return StateSnapshot{}, err
+	}
 	tasks := r.prepare()
 	if err := r.matchPending(tasks); err != nil {
 		return StateSnapshot{}, err
@@ -297,6 +300,7 @@ func (g *Graph) UpdateState(ctx context.Context, cfg checkpoint.Config, u Update
 		if err := r.apply(append(tasks, t), true); err != nil {
 			return checkpoint.Config{}, err
 		}
+		r.updatedUnknown()
 		if err := r.newCheckpoint(ctx, "update"); err != nil {
 			return checkpoint.Config{}, err
 		}
@@ -312,6 +316,7 @@ func (g *Graph) UpdateState(ctx context.Context, cfg checkpoint.Config, u Update
 		if err := r.apply([]*task{t}, true); err != nil {
 			return checkpoint.Config{}, err
 		}
+		r.updatedUnknown()
 		if err := r.newCheckpoint(ctx, "update"); err != nil {
 			return checkpoint.Config{}, err
 		}

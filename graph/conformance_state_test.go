@@ -1853,3 +1853,136 @@ func TestStateReplayPassesStaticBreakpoint(t *testing.T) {
 	latest := cstState(t, g, cstCfg("t"))
 	cstDiff(t, "done", []string{}, latest.Next)
 }
+
+// Mirrors test_pregel.py::test_in_one_fan_out_state_graph_defer_node (its
+// interrupt_before=["qa"] part): qa is deferred until the retrievers and
+// analyzer_one are done, and a static breakpoint stops before it. An
+// UpdateState there (as the node that ran last) keeps qa pending: the
+// snapshot still shows next [qa], and continuing runs it on the updated
+// state.
+func TestStateUpdateStateKeepsDeferredNodePending(t *testing.T) {
+	query := graph.Value[string]("query")
+	answer := graph.Value[string]("answer")
+	docs := graph.Reduce("docs", func(a, b []string) []string {
+		out := cstConcat(a, b)
+		slices.Sort(out)
+		return out
+	})
+	node := func(f func(s graph.State) graph.Update) graph.NodeFunc {
+		return func(ctx context.Context, s graph.State) (graph.Update, error) { return f(s), nil }
+	}
+	g := cstCompile(t, graph.New(query, answer, docs).
+		AddNode("rewrite_query", node(func(s graph.State) graph.Update { return query.Write("query: " + query.Get(s)) })).
+		AddNode("analyzer_one", node(func(s graph.State) graph.Update { return query.Write("analyzed: " + query.Get(s)) })).
+		AddNode("retriever_one", node(func(graph.State) graph.Update { return docs.Write([]string{"doc1", "doc2"}) })).
+		AddNode("retriever_two", node(func(graph.State) graph.Update { return docs.Write([]string{"doc3", "doc4"}) })).
+		AddNode("qa", node(func(s graph.State) graph.Update { return answer.Write(strings.Join(docs.Get(s), ",")) }),
+			graph.NodeOptions{Defer: true}).
+		AddEdge(graph.START, "rewrite_query").
+		AddEdge("rewrite_query", "retriever_one").AddEdge("retriever_one", "analyzer_one").
+		AddEdge("rewrite_query", "retriever_two").
+		AddEdge("retriever_one", "qa").AddEdge("retriever_two", "qa").
+		AddEdge("qa", graph.END),
+		graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptBefore: []string{"qa"}})
+
+	ctx := context.Background()
+	cstInvoke(t, g, query.Write("what is weather in sf"), cstThread("2"))
+	cstDiff(t, "next at the breakpoint", []string{"qa"}, cstState(t, g, cstCfg("2")).Next)
+
+	if _, err := g.UpdateState(ctx, cstCfg("2"), docs.Write([]string{"doc5"}), ""); err != nil {
+		t.Fatalf("UpdateState: %v", err)
+	}
+	snap := cstState(t, g, cstCfg("2"))
+	cstDiff(t, "next after the update", []string{"qa"}, snap.Next)
+	cstDiff(t, "docs after the update", []string{"doc1", "doc2", "doc3", "doc4", "doc5"}, docs.Get(snap.Values))
+	if snap.Metadata.Source != "update" || snap.Metadata.Step != 4 {
+		t.Errorf("metadata = %+v, want source update, step 4", snap.Metadata)
+	}
+
+	var ran []string
+	for ev, err := range g.Stream(ctx, graph.Update{}, cstThread("2")) {
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		if nu, ok := ev.Data.(graph.NodeUpdate); ok {
+			ran = append(ran, nu.Node)
+		}
+	}
+	out := cstState(t, g, cstCfg("2"))
+	cstDiff(t, "nodes run on continuing", []string{"qa"}, ran)
+	if got := answer.Get(out.Values); got != "doc1,doc2,doc3,doc4,doc5" {
+		t.Errorf("answer = %q, want doc1,doc2,doc3,doc4,doc5", got)
+	}
+}
+
+// Mirrors test_pregel.py::test_interrupt_multiple: a node asks twice. The
+// first resume comes with an update (LangGraph's Command(resume=...,
+// update=...), weft's Resume(v).And(update)): the update applies and the
+// node runs again up to its second question. The update is kept while the
+// run waits again, so the last resume shows it in the state it starts from
+// and in the result, whether resumed by value or by interrupt id.
+func TestStateResumeWithUpdate(t *testing.T) {
+	for _, byID := range []bool{false, true} {
+		t.Run(fmt.Sprintf("byID=%v", byID), func(t *testing.T) {
+			myKey := graph.Reduce("my_key", func(a, b string) string { return a + b })
+			g := cstCompile(t, graph.New(myKey).
+				AddNode("node", func(ctx context.Context, s graph.State) (graph.Update, error) {
+					a, err := graph.Interrupt[string](ctx, map[string]int{"value": 1})
+					if err != nil {
+						return graph.Update{}, err
+					}
+					b, err := graph.Interrupt[string](ctx, map[string]int{"value": 2})
+					if err != nil {
+						return graph.Update{}, err
+					}
+					return myKey.Write(a + " " + b), nil
+				}).
+				AddEdge(graph.START, "node"),
+				graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+			ctx := context.Background()
+			resume := func(its []graph.Interruption, v string) graph.Update {
+				if byID {
+					return graph.ResumeByID(map[string]any{its[0].ID: v})
+				}
+				return graph.Resume(v)
+			}
+			stream := func(in graph.Update, modes ...graph.StreamMode) []graph.Event {
+				t.Helper()
+				var evs []graph.Event
+				for ev, err := range g.Stream(ctx, in, graph.RunOptions{ThreadID: "1", StreamModes: modes}) {
+					if err != nil {
+						t.Fatalf("Stream: %v", err)
+					}
+					evs = append(evs, ev)
+				}
+				return evs
+			}
+			interruptsOf := func(evs []graph.Event) []graph.Interruption {
+				t.Helper()
+				if len(evs) != 1 {
+					t.Fatalf("events = %+v, want one __interrupt__", evs)
+				}
+				nu, _ := evs[0].Data.(graph.NodeUpdate)
+				if nu.Node != "__interrupt__" || len(nu.Interrupts) != 1 {
+					t.Fatalf("event = %+v, want one __interrupt__ with one interrupt", evs[0].Data)
+				}
+				return nu.Interrupts
+			}
+
+			its := interruptsOf(stream(myKey.Write("DE")))
+			cstDiff(t, "first question", map[string]int{"value": 1}, its[0].Value)
+
+			its = interruptsOf(stream(resume(its, "answer 1").And(myKey.Write(" foofoo "))))
+			cstDiff(t, "second question", map[string]int{"value": 2}, its[0].Value)
+			if got := myKey.Get(cstState(t, g, cstCfg("1")).Values); got != "DE foofoo " {
+				t.Errorf("state while waiting again = %q, want the update applied", got)
+			}
+
+			var values []string
+			for _, ev := range stream(resume(its, "answer 2"), graph.StreamValues) {
+				values = append(values, myKey.Get(ev.Data.(graph.State)))
+			}
+			cstDiff(t, "values", []string{"DE foofoo ", "DE foofoo answer 1 answer 2"}, values)
+		})
+	}
+}

@@ -598,6 +598,15 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 	return nil
 }
 
+// updatedUnknown makes the next step consider every node, not only those
+// the last step's channels trigger. As in LangGraph, a checkpoint made by
+// UpdateState records no updated channels: the update is not a step, so a
+// node that was already due (a deferred node released earlier, a node
+// waiting behind a static interrupt) stays due.
+func (r *run) updatedUnknown() {
+	r.updated, r.updatedAll = nil, true
+}
+
 func (r *run) triggersAny(chs []string) bool {
 	for _, ch := range chs {
 		if len(r.g.triggers[ch]) > 0 {
@@ -784,6 +793,9 @@ func (r *run) pendingInterrupts() ([]Interruption, error) {
 // resume answers pending interrupts; no input continues from the checkpoint.
 func (r *run) start(ctx context.Context, in Update) error {
 	r.stop = r.step + r.opts.RecursionLimit + 1
+	if err := r.applySavedNullWrites(); err != nil {
+		return err
+	}
 	switch {
 	case in.resume != nil:
 		if r.saver == nil {
@@ -829,7 +841,7 @@ func (r *run) start(ctx context.Context, in Update) error {
 		r.resume = rs
 		r.resumeStatic()
 		if len(in.writes) > 0 || len(in.gotos) > 0 || len(in.sends) > 0 {
-			if err := r.applyNullWrites(in); err != nil {
+			if err := r.applyNullWrites(ctx, in); err != nil {
 				return err
 			}
 		}
@@ -932,14 +944,70 @@ func (r *run) checkInput(in Update) error {
 }
 
 // applyNullWrites applies writes that come with a resume, before the step
-// runs, without counting a step.
-func (r *run) applyNullWrites(in Update) error {
+// runs, without counting a step. As in LangGraph, they are saved as pending
+// writes of the current checkpoint under checkpoint.NullTaskID, so a run
+// that stops again in the same step (another interrupt, a failure) keeps
+// them: the next run on the thread applies them again before its step.
+func (r *run) applyNullWrites(ctx context.Context, in Update) error {
 	if err := r.checkInput(in); err != nil {
 		return err
 	}
 	t := &task{name: "__input__"}
-	if err := r.routeWrites(context.Background(), t, Update{writes: in.writes, gotos: in.gotos, sends: in.sends}); err != nil {
+	if err := r.routeWrites(ctx, t, Update{writes: in.writes, gotos: in.gotos, sends: in.sends}); err != nil {
 		return err
 	}
-	return r.apply([]*task{t}, false)
+	ews, err := encodeWrites(t.writes)
+	if err != nil {
+		return fmt.Errorf("%w: the update that comes with the resume: %v", ErrInvalidInput, err)
+	}
+	if err := r.applyBetweenSteps(t.writes); err != nil {
+		return err
+	}
+	pws := make([]checkpoint.PendingWrite, len(ews))
+	for i, ew := range ews {
+		pws[i] = checkpoint.PendingWrite{TaskID: checkpoint.NullTaskID, Channel: ew.Channel, Value: ew.Value}
+	}
+	r.putWrites(ctx, checkpoint.NullTaskID, pws)
+	r.pending = append(r.pending, pws...)
+	return nil
+}
+
+// applySavedNullWrites applies the writes a resume's update left on the
+// current checkpoint (see applyNullWrites).
+func (r *run) applySavedNullWrites() error {
+	var ews []encodedWrite
+	for _, pw := range r.pending {
+		if pw.TaskID == checkpoint.NullTaskID && !checkpoint.IsSpecialChannel(pw.Channel) {
+			ews = append(ews, encodedWrite{pw.Channel, pw.Value})
+		}
+	}
+	if len(ews) == 0 {
+		return nil
+	}
+	ws, err := r.g.decodeWrites(START, ews)
+	if err != nil {
+		return fmt.Errorf("graph: pending update of %s: %w", r.cfg(), err)
+	}
+	return r.applyBetweenSteps(ws)
+}
+
+// applyBetweenSteps applies writes that belong to no step. The channels
+// they change join those the last step changed, so the nodes either
+// triggers run next.
+func (r *run) applyBetweenSteps(ws []write) error {
+	prev, all := r.updated, r.updatedAll
+	if err := r.apply([]*task{{name: "__input__", writes: ws}}, false); err != nil {
+		return err
+	}
+	if all {
+		r.updated, r.updatedAll = nil, true
+		return nil
+	}
+	for _, ch := range prev {
+		if !slices.Contains(r.updated, ch) {
+			r.updated = append(r.updated, ch)
+		}
+	}
+	sort.Strings(r.updated)
+	return nil
 }
