@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strconv"
 	"sync"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -252,14 +253,59 @@ func (g *Graph) GetStateHistory(ctx context.Context, threadID string, opts ...Hi
 // UpdateState writes u to the thread's state at cfg (its latest checkpoint
 // when cfg.CheckpointID is empty) as if node asNode had returned it: the
 // node's edges and conditional edges fire, so the next step runs what would
-// follow asNode. The result is a new checkpoint, returned; at an older
-// checkpoint this forks the thread's history. asNode may be empty when the
-// graph can tell which node ran last; END clears the pending tasks; START
-// applies u as a new input.
+// follow asNode, and nodes that were already due stay due. The result is a
+// new checkpoint, returned; at an older checkpoint this forks the thread's
+// history. asNode may be empty when the graph can tell which node ran last;
+// END clears the pending tasks; START applies u as the START node would (its
+// writes, and its edges to the first nodes); INPUT records u as a run's
+// input, which the next step hands to START. Run from the returned config
+// with RunOptions.At.
 func (g *Graph) UpdateState(ctx context.Context, cfg checkpoint.Config, u Update, asNode string) (checkpoint.Config, error) {
+	return g.BulkUpdateState(ctx, cfg, [][]StateUpdate{{{Update: u, AsNode: asNode}}})
+}
+
+// StateUpdate is one update of a BulkUpdateState superstep: u as if node
+// AsNode had returned it.
+type StateUpdate struct {
+	Update Update
+	// AsNode is the node the update is made as: a node, START, END or
+	// INPUT. It may be empty only for a superstep of one update, when the
+	// graph can tell which node ran last.
+	AsNode string
+}
+
+// BulkUpdateState applies several supersteps of updates, each saved as its
+// own checkpoint, as UpdateState does for one (LangGraph's
+// bulk_update_state). The updates of one superstep apply together, as the
+// writes of the tasks of one step do. With INPUT, START and the graph's
+// nodes in turn, it rebuilds a thread's history step for step: the
+// checkpoints it makes have the values, next nodes and step numbers a run
+// would have made. It returns the last checkpoint's config.
+func (g *Graph) BulkUpdateState(ctx context.Context, cfg checkpoint.Config, supersteps [][]StateUpdate) (checkpoint.Config, error) {
 	if g.saver == nil {
 		return checkpoint.Config{}, fmt.Errorf("%w: UpdateState writes checkpoints: compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer)
 	}
+	if len(supersteps) == 0 {
+		return checkpoint.Config{}, fmt.Errorf("%w: BulkUpdateState got no supersteps", ErrInvalidInput)
+	}
+	for i, ups := range supersteps {
+		if len(ups) == 0 {
+			return checkpoint.Config{}, fmt.Errorf("%w: superstep %d of BulkUpdateState has no updates", ErrInvalidInput, i)
+		}
+		next, err := g.updateStep(ctx, cfg, ups)
+		if err != nil {
+			if len(supersteps) > 1 {
+				err = fmt.Errorf("superstep %d: %w", i, err)
+			}
+			return checkpoint.Config{}, err
+		}
+		cfg = next
+	}
+	return cfg, nil
+}
+
+// updateStep applies one superstep of updates and saves its checkpoint.
+func (g *Graph) updateStep(ctx context.Context, cfg checkpoint.Config, ups []StateUpdate) (checkpoint.Config, error) {
 	r, err := g.newRun(RunOptions{ThreadID: cfg.ThreadID, Durability: DurabilitySync, RecursionLimit: DefaultRecursionLimit})
 	if err != nil {
 		return checkpoint.Config{}, err
@@ -271,19 +317,48 @@ func (g *Graph) UpdateState(ctx context.Context, cfg checkpoint.Config, u Update
 	if err != nil {
 		return checkpoint.Config{}, err
 	}
-	if asNode == "" {
+	if err := r.applySavedNullWrites(); err != nil {
+		return checkpoint.Config{}, err
+	}
+	asNode := ups[0].AsNode
+	switch {
+	case len(ups) > 1:
+		for _, up := range ups {
+			if up.AsNode == "" {
+				return checkpoint.Config{}, fmt.Errorf("%w: a superstep of several updates needs AsNode on each", ErrInvalidInput)
+			}
+			if up.AsNode == START || up.AsNode == END || up.AsNode == INPUT {
+				return checkpoint.Config{}, fmt.Errorf("%w: an update as %s must be the only update of its superstep", ErrInvalidInput, up.AsNode)
+			}
+		}
+	case asNode == "":
 		asNode, err = r.inferAsNode(tp)
 		if err != nil {
 			return checkpoint.Config{}, err
 		}
+		ups = []StateUpdate{{Update: ups[0].Update, AsNode: asNode}}
 	}
-	switch {
-	case asNode == START:
-		u.input = true
-		if err := r.start(ctx, u); err != nil {
+	if tp == nil && asNode != INPUT {
+		// As in LangGraph, an update on an empty thread is step 0; only an
+		// input comes before it, at step -1.
+		r.step = 0
+	}
+	switch asNode {
+	case INPUT:
+		u := ups[0].Update
+		if err := r.checkInput(u); err != nil {
 			return checkpoint.Config{}, err
 		}
-	case asNode == END:
+		t := &task{name: INPUT, writes: []write{{START, r.startWrites(u)}}}
+		if err := r.apply([]*task{t}, false); err != nil {
+			return checkpoint.Config{}, err
+		}
+		r.updatedUnknown()
+		if err := r.newCheckpoint(ctx, "input"); err != nil {
+			return checkpoint.Config{}, err
+		}
+	case END:
+		u := ups[0].Update
 		tasks := r.prepare()
 		if err := r.matchPending(tasks); err != nil {
 			return checkpoint.Config{}, err
@@ -305,15 +380,25 @@ func (g *Graph) UpdateState(ctx context.Context, cfg checkpoint.Config, u Update
 			return checkpoint.Config{}, err
 		}
 	default:
-		n := g.nodes[asNode]
-		if n == nil {
-			return checkpoint.Config{}, fmt.Errorf("%w: UpdateState as node %q: the graph has no such node (nodes: %v)", ErrInvalidInput, asNode, g.Nodes())
+		tasks := make([]*task, 0, len(ups))
+		for i, up := range ups {
+			n := g.nodes[up.AsNode]
+			if n == nil {
+				return checkpoint.Config{}, fmt.Errorf("%w: UpdateState as node %q: the graph has no such node (nodes: %v, or START, END, INPUT)", ErrInvalidInput, up.AsNode, g.Nodes())
+			}
+			if up.AsNode == START {
+				// START writes any input channel; check them as input.
+				if err := r.checkInput(up.Update); err != nil {
+					return checkpoint.Config{}, err
+				}
+			}
+			t := &task{name: up.AsNode, node: n, triggers: []string{interruptKey}, id: hashID(r.cpID, r.ns, "update", up.AsNode, strconv.Itoa(i))}
+			if err := r.routeWrites(ctx, t, up.Update); err != nil {
+				return checkpoint.Config{}, err
+			}
+			tasks = append(tasks, t)
 		}
-		t := &task{name: asNode, node: n, triggers: []string{interruptKey}, id: hashID(r.cpID, r.ns, "update", asNode)}
-		if err := r.routeWrites(ctx, t, u); err != nil {
-			return checkpoint.Config{}, err
-		}
-		if err := r.apply([]*task{t}, true); err != nil {
+		if err := r.apply(tasks, true); err != nil {
 			return checkpoint.Config{}, err
 		}
 		r.updatedUnknown()

@@ -13,9 +13,13 @@ import (
 )
 
 // START and END are the virtual first and last nodes of every graph.
+// INPUT names a run's input as the source of an update (UpdateState,
+// BulkUpdateState): the input is recorded for START to apply in the next
+// step, as a run's first checkpoint records it.
 const (
 	START = "__start__"
 	END   = "__end__"
+	INPUT = "__input__"
 )
 
 // NodeFunc is a node: it reads the state as of the start of the step and
@@ -139,7 +143,7 @@ func (b *Builder) addNode(spec *nodeSpec) *Builder {
 	switch {
 	case name == "":
 		b.errorf("a node has an empty name")
-	case name == START || name == END:
+	case name == START || name == END || name == INPUT:
 		b.errorf("node name %q is reserved", name)
 	case strings.ContainsAny(name, "|:"):
 		b.errorf("node name %q contains '|' or ':', which separate checkpoint namespaces", name)

@@ -781,8 +781,8 @@ func TestStateUpdateStateAsNode(t *testing.T) {
 // Mirrors test_pregel.py::test_in_one_fan_out_state_graph_waiting_edge
 // (update_state without as_node) and test_time_travel.py::test_fork_reruns_with_modified_state:
 // with no node given, the update is applied as the node that ran last.
-// A graph with a single node uses it; an empty thread takes the update as
-// input.
+// A graph with a single node uses it; on an empty thread the update is
+// START's.
 func TestStateUpdateStateInfersNode(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
@@ -802,14 +802,15 @@ func TestStateUpdateStateInfersNode(t *testing.T) {
 	out := cstInvoke(t, g, graph.Update{}, cstThread("t"))
 	cstDiff(t, "final", []string{"in", "a", "b", "x", "c"}, trail.Get(out))
 
-	// Empty thread: the update is the input, and the run continues from it.
+	// Empty thread: as in LangGraph, the update is START's (its writes and
+	// its edge to the first node), and the run continues from it.
 	if _, err := g.UpdateState(context.Background(), cstCfg("fresh"), trail.Write([]string{"seed"}), ""); err != nil {
 		t.Fatal(err)
 	}
 	snap = cstState(t, g, cstCfg("fresh"))
-	cstDiff(t, "next on a seeded thread", []string{graph.START}, snap.Next)
-	if snap.Metadata.Source != "input" || snap.Metadata.Step != -1 {
-		t.Errorf("seeded metadata = %+v, want source input, step -1", snap.Metadata)
+	cstDiff(t, "next on a seeded thread", []string{"a"}, snap.Next)
+	if snap.Metadata.Source != "update" || snap.Metadata.Step != 0 {
+		t.Errorf("seeded metadata = %+v, want source update, step 0", snap.Metadata)
 	}
 	out = cstInvoke(t, g, graph.Update{}, cstThread("fresh"))
 	cstDiff(t, "seeded run stops before c", []string{"seed", "a", "b"}, trail.Get(out))
@@ -1984,5 +1985,81 @@ func TestStateResumeWithUpdate(t *testing.T) {
 			}
 			cstDiff(t, "values", []string{"DE foofoo ", "DE foofoo answer 1 answer 2"}, values)
 		})
+	}
+}
+
+// Mirrors test_pregel.py::test_update_as_input: two runs on one thread are
+// rebuilt on another by BulkUpdateState, superstep by superstep: the input
+// (as INPUT), the START task (as START), then each node. The rebuilt
+// history has the same values, next nodes and step numbers as the one the
+// runs made.
+func TestStateBulkUpdateRebuildsHistory(t *testing.T) {
+	foo := graph.Value[string]("foo")
+	set := func(v string) graph.NodeFunc {
+		return func(ctx context.Context, s graph.State) (graph.Update, error) { return foo.Write(v), nil }
+	}
+	g := cstCompile(t, graph.New(foo).
+		AddNode("agent", set("agent")).
+		AddNode("tool", set("tool")).
+		AddEdge(graph.START, "agent").AddEdge("agent", "tool"),
+		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+	for range 2 {
+		if got := foo.Get(cstInvoke(t, g, foo.Write("input"), cstThread("1"))); got != "tool" {
+			t.Fatalf("run result = %q, want tool", got)
+		}
+	}
+	type row struct {
+		Values map[string]string
+		Next   []string
+		Step   int
+	}
+	rows := func(thread string) []row {
+		var out []row
+		for _, snap := range cstHistory(t, g, thread) {
+			vals := map[string]string{}
+			if snap.Values.Has("foo") {
+				vals["foo"] = foo.Get(snap.Values)
+			}
+			out = append(out, row{vals, snap.Next, snap.Metadata.Step})
+		}
+		return out
+	}
+	history := rows("1")
+
+	var steps [][]graph.StateUpdate
+	for range 2 {
+		steps = append(steps,
+			[]graph.StateUpdate{{Update: foo.Write("input"), AsNode: graph.INPUT}},
+			[]graph.StateUpdate{{Update: foo.Write("input"), AsNode: graph.START}},
+			[]graph.StateUpdate{{Update: foo.Write("agent"), AsNode: "agent"}},
+			[]graph.StateUpdate{{Update: foo.Write("tool"), AsNode: "tool"}},
+		)
+	}
+	cfg, err := g.BulkUpdateState(context.Background(), cstCfg("2"), steps)
+	if err != nil {
+		t.Fatalf("BulkUpdateState: %v", err)
+	}
+	if got := foo.Get(cstState(t, g, cfg).Values); got != "tool" {
+		t.Errorf("rebuilt state = %q, want tool", got)
+	}
+	cstDiff(t, "rebuilt history", history, rows("2"))
+	if len(history) != 8 {
+		t.Errorf("history has %d checkpoints, want 8", len(history))
+	}
+
+	bad := []struct {
+		name  string
+		steps [][]graph.StateUpdate
+	}{
+		{"no supersteps", nil},
+		{"empty superstep", [][]graph.StateUpdate{{}}},
+		{"several without AsNode", [][]graph.StateUpdate{{{Update: foo.Write("a")}, {Update: foo.Write("b"), AsNode: "agent"}}}},
+		{"input among others", [][]graph.StateUpdate{{{Update: foo.Write("a"), AsNode: graph.INPUT}, {Update: foo.Write("b"), AsNode: "agent"}}}},
+		{"unknown node", [][]graph.StateUpdate{{{Update: foo.Write("a"), AsNode: "nope"}}}},
+	}
+	for _, c := range bad {
+		if _, err := g.BulkUpdateState(context.Background(), cstCfg("3"), c.steps); !errors.Is(err, graph.ErrInvalidInput) {
+			t.Errorf("%s: err = %v, want ErrInvalidInput", c.name, err)
+		}
 	}
 }

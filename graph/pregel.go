@@ -860,17 +860,7 @@ func (r *run) start(ctx context.Context, in Update) error {
 		for _, t := range discard {
 			t.writes = nil
 		}
-		// Gotos and Sends in the input leave from START with its writes.
-		startWrites := slices.Clone(in.writes)
-		for _, n := range in.gotos {
-			if n != END {
-				startWrites = append(startWrites, write{triggerName(n), true})
-			}
-		}
-		for _, sd := range in.sends {
-			startWrites = append(startWrites, write{checkpoint.TasksChannel, sd})
-		}
-		inTask := &task{name: "__input__", writes: []write{{START, startWrites}}}
+		inTask := &task{name: INPUT, writes: []write{{START, r.startWrites(in)}}}
 		if err := r.apply(append(discard, inTask), true); err != nil {
 			return err
 		}
@@ -904,6 +894,21 @@ func (r *run) start(ctx context.Context, in Update) error {
 		r.emitValues(nil)
 		return nil
 	}
+}
+
+// startWrites are the writes an input hands to the START task: its channel
+// writes, and its Gotos and Sends, which leave from START.
+func (r *run) startWrites(in Update) []write {
+	ws := slices.Clone(in.writes)
+	for _, n := range in.gotos {
+		if n != END {
+			ws = append(ws, write{triggerName(n), true})
+		}
+	}
+	for _, sd := range in.sends {
+		ws = append(ws, write{checkpoint.TasksChannel, sd})
+	}
+	return ws
 }
 
 // resumeStatic records that static interrupts have stopped for the current
@@ -952,7 +957,7 @@ func (r *run) applyNullWrites(ctx context.Context, in Update) error {
 	if err := r.checkInput(in); err != nil {
 		return err
 	}
-	t := &task{name: "__input__"}
+	t := &task{name: INPUT}
 	if err := r.routeWrites(ctx, t, Update{writes: in.writes, gotos: in.gotos, sends: in.sends}); err != nil {
 		return err
 	}
@@ -996,7 +1001,7 @@ func (r *run) applySavedNullWrites() error {
 // triggers run next.
 func (r *run) applyBetweenSteps(ws []write) error {
 	prev, all := r.updated, r.updatedAll
-	if err := r.apply([]*task{{name: "__input__", writes: ws}}, false); err != nil {
+	if err := r.apply([]*task{{name: INPUT, writes: ws}}, false); err != nil {
 		return err
 	}
 	if all {
