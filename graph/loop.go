@@ -636,6 +636,11 @@ func (r *run) callSafely(ctx context.Context, t *task) (u Update, err error) {
 				// panicked with.
 				panic(cp)
 			}
+			if ap, ok := p.(askPanic); ok {
+				// Ask stopped the node: its error is the node's result.
+				u, err = Update{}, ap.err
+				return
+			}
 			err = &NodeError{Node: t.name, TaskID: t.id, Err: &PanicError{Value: p, Stack: debug.Stack()}}
 		}
 	}()
@@ -870,7 +875,7 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 // and the node returns the error Interrupt gives it. When the run is resumed
 // with graph.Resume, the node runs again from its top, and this call (the
 // k-th Interrupt call of the node) returns the k-th resume value, decoded
-// into T. It needs a checkpointer.
+// into T. It needs a checkpointer. Ask does the same in one line.
 func Interrupt[T any](ctx context.Context, value any) (T, error) {
 	var zero T
 	tc := taskFrom(ctx)
@@ -913,6 +918,33 @@ func Interrupt[T any](ctx context.Context, value any) (T, error) {
 	}
 	return out, nil
 }
+
+// Ask is Interrupt for the common case, in one line:
+//
+//	decision := graph.Ask[Decision](ctx, question)
+//
+// It returns the resume value, decoded into T. When the node must stop for
+// a human instead (or Interrupt fails: no checkpointer, a resume value that
+// does not decode into T), Ask panics with a value the runtime recovers:
+// the node's task ends exactly as if it had returned Interrupt's error, so
+// the code after Ask does not run and the node's deferred calls do. This is
+// LangGraph's shape (interrupt raises); Interrupt stays for nodes that must
+// clean up or decide themselves.
+//
+// Call Ask only on the goroutine the runtime called the node on, never from
+// a goroutine the node started (a tool run in parallel, say): a panic there
+// is not the node's and would crash the program. A recover in the node's own
+// code between Ask and the runtime must re-panic what it does not own.
+func Ask[T any](ctx context.Context, question any) T {
+	v, err := Interrupt[T](ctx, question)
+	if err != nil {
+		panic(askPanic{err})
+	}
+	return v
+}
+
+// askPanic carries Interrupt's error out of a node that called Ask.
+type askPanic struct{ err error }
 
 // RemainingSteps returns how many supersteps the run may still take,
 // counting the current one (LangGraph's RemainingSteps).

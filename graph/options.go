@@ -3,6 +3,8 @@ package graph
 import (
 	"fmt"
 	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
 )
 
 // Durability says when a run's checkpoints reach the checkpointer.
@@ -48,11 +50,30 @@ type RunOptions struct {
 	InterruptBefore, InterruptAfter []string
 	// Metadata is stored with every checkpoint of the run.
 	Metadata map[string]any
+
+	// namespace is set by At from a subgraph's checkpoint, which a run of
+	// the root graph cannot start from.
+	namespace string
 }
+
+// At returns o set to run from the checkpoint cfg addresses: its thread,
+// and the checkpoint itself when cfg names one. It takes what UpdateState,
+// BulkUpdateState and a StateSnapshot's Config give, so a forked or edited
+// thread runs in one call: g.Invoke(ctx, graph.Update{}, graph.At(cfg)).
+func (o RunOptions) At(cfg checkpoint.Config) RunOptions {
+	o.ThreadID, o.CheckpointID, o.namespace = cfg.ThreadID, cfg.CheckpointID, cfg.Namespace
+	return o
+}
+
+// At is RunOptions{}.At(cfg): the options to run from a checkpoint.
+func At(cfg checkpoint.Config) RunOptions { return RunOptions{}.At(cfg) }
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
 	if o.RecursionLimit == 0 {
 		o.RecursionLimit = DefaultRecursionLimit
+	}
+	if o.namespace != "" {
+		return o, fmt.Errorf("%w: RunOptions.At was given a subgraph's checkpoint (namespace %q); run the graph from the root's checkpoint (checkpoint.Config with an empty Namespace)", ErrInvalidInput, o.namespace)
 	}
 	if o.RecursionLimit < 1 {
 		return o, fmt.Errorf("%w: RecursionLimit must be at least 1, got %d", ErrInvalidInput, o.RecursionLimit)

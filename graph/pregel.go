@@ -145,6 +145,24 @@ type Interruption struct {
 	Value any `json:"value"`
 }
 
+// InterruptValue returns what the node asked, as a T: the value it passed
+// to Interrupt, or, for an interrupt read back from a checkpoint (GetState,
+// a resumed run), that value's JSON form decoded into T.
+func InterruptValue[T any](it Interruption) (T, error) {
+	if v, ok := it.Value.(T); ok {
+		return v, nil
+	}
+	var v T
+	b, err := json.Marshal(it.Value)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil {
+		return v, fmt.Errorf("%w: interrupt %s: value %T does not decode into %T: %v", ErrInvalidInput, it.ID, it.Value, v, err)
+	}
+	return v, nil
+}
+
 func (g *Graph) newRun(opts RunOptions) (*run, error) {
 	r := &run{
 		g:      g,

@@ -161,6 +161,29 @@ func (u Update) Writes() []Write {
 	return out
 }
 
+// Written returns the last value u writes to ch, and whether u writes it at
+// all: what a node wrote, read back typed from a task's result
+// (NodeUpdate.Update, TaskResult.Result, TaskState.Result) without going
+// through JSON. A write of a zero value is still a write. For Messages and
+// Topic channels, whose writes are lists, use Update.Writes.
+func Written[U any](u Update, ch Writer[U]) (v U, ok bool) {
+	name := ch.Name()
+	for i := len(u.writes) - 1; i >= 0; i-- {
+		w := u.writes[i]
+		if w.ch != name {
+			continue
+		}
+		x := w.v
+		if o, isOver := x.(overwrite); isOver {
+			x = o.v
+		}
+		if v, ok = x.(U); ok {
+			return v, true
+		}
+	}
+	return v, false
+}
+
 // IsZero reports whether the update writes and routes nothing.
 func (u Update) IsZero() bool {
 	return len(u.writes) == 0 && len(u.gotos) == 0 && len(u.sends) == 0 && u.parent == nil && u.resume == nil && !u.input

@@ -60,6 +60,69 @@ type Event struct {
 	Data      any      `json:"data"`
 }
 
+// Values returns a values event's state; ok is false for other events.
+func (e Event) Values() (s State, ok bool) { return eventData[State](e, StreamValues) }
+
+// Update returns an updates event's node and writes; ok is false for other
+// events.
+func (e Event) Update() (u NodeUpdate, ok bool) { return eventData[NodeUpdate](e, StreamUpdates) }
+
+// Message returns a messages event's message and the node that made it; ok
+// is false for other events. MessageAs gives the message typed.
+func (e Event) Message() (m MessageEvent, ok bool) { return eventData[MessageEvent](e, StreamMessages) }
+
+// TaskStart returns a tasks event sent when a task starts; ok is false for
+// other events.
+func (e Event) TaskStart() (ts TaskStart, ok bool) { return eventData[TaskStart](e, StreamTasks) }
+
+// TaskResult returns a tasks event sent when a task ends; ok is false for
+// other events.
+func (e Event) TaskResult() (tr TaskResult, ok bool) { return eventData[TaskResult](e, StreamTasks) }
+
+// Checkpoint returns a checkpoints event's snapshot; ok is false for other
+// events.
+func (e Event) Checkpoint() (snap StateSnapshot, ok bool) {
+	return eventData[StateSnapshot](e, StreamCheckpoints)
+}
+
+// Debug returns a debug event; ok is false for other events.
+func (e Event) Debug() (d DebugEvent, ok bool) { return eventData[DebugEvent](e, StreamDebug) }
+
+// Interrupts returns the interrupts of an "__interrupt__" updates event
+// (empty for a static breakpoint); ok is false for any other event.
+func (e Event) Interrupts() (its []Interruption, ok bool) {
+	u, ok := e.Update()
+	if !ok || u.Node != "__interrupt__" {
+		return nil, false
+	}
+	return u.Interrupts, true
+}
+
+// CustomAs returns a custom event's value (what a node passed to Emit) as
+// a T; ok is false for other events and for values of another type.
+func CustomAs[T any](e Event) (v T, ok bool) { return eventData[T](e, StreamCustom) }
+
+// MessageAs returns a messages event's message as an M (a whole message or
+// a model's token chunk, whichever the node streamed); ok is false for
+// other events and for messages of another type.
+func MessageAs[M any](e Event) (m M, node string, ok bool) {
+	me, ok := e.Message()
+	if !ok {
+		return m, "", false
+	}
+	m, ok = me.Message.(M)
+	return m, me.Node, ok
+}
+
+func eventData[T any](e Event, mode StreamMode) (T, bool) {
+	if e.Mode != mode {
+		var zero T
+		return zero, false
+	}
+	v, ok := e.Data.(T)
+	return v, ok
+}
+
 // NodeUpdate is an updates event: what one node wrote. A run that stops
 // for a human reports Node "__interrupt__" with the interrupts.
 type NodeUpdate struct {

@@ -181,7 +181,7 @@ func stream(ctx context.Context, g *graph.Graph, in graph.Update, thread string,
 		if err != nil {
 			return err
 		}
-		u, ok := ev.Data.(graph.NodeUpdate)
+		u, ok := ev.Update()
 		if !ok || u.Node == "__interrupt__" {
 			continue
 		}

@@ -167,15 +167,12 @@ func plan(ctx context.Context, s graph.State) (graph.Update, error) {
 }
 
 // approve asks the reviewer until it gets an answer it can use. When the
-// run is resumed the node runs again from its top, and its k-th Interrupt
-// call returns the k-th answer, so earlier answers replay unchanged.
+// run is resumed the node runs again from its top, and its k-th Ask returns
+// the k-th answer, so earlier answers replay unchanged.
 func approve(ctx context.Context, s graph.State) (graph.Update, error) {
 	q := PlanQuestion{Goal: Goal.Get(s), Plan: Plan.Get(s)}
 	for {
-		d, err := graph.Interrupt[Decision](ctx, q)
-		if err != nil {
-			return graph.Update{}, err
-		}
+		d := graph.Ask[Decision](ctx, q)
 		switch d.Action {
 		case Approve:
 			return Approved.Write(true).And(Feedback.Write(withReason("approved", d.Reason))), nil
