@@ -289,6 +289,15 @@ type CompileOptions struct {
 	// run (a node cache that fails to answer, see CacheError); nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// KeepState makes the graph, added to another with AddSubgraph, keep
+	// its state across calls within the parent's thread (LangGraph's
+	// checkpointer=True): each call applies its input on top of the state
+	// the last call left, instead of starting empty. Its checkpoints live
+	// in the namespace of the node's name (no task id), and its events
+	// carry that namespace. It saves through the parent's checkpointer
+	// unless Checkpointer is set. Such a subgraph must not run twice in
+	// one step (two Sends to it), as both calls would share one state.
+	KeepState bool
 }
 
 // All, in InterruptBefore or InterruptAfter, means every node.

@@ -2063,3 +2063,125 @@ func TestStateBulkUpdateRebuildsHistory(t *testing.T) {
 		}
 	}
 }
+
+// Mirrors test_pregel.py::test_subgraph_checkpoint_true: a subgraph compiled
+// with KeepState (LangGraph's checkpointer=True) keeps its state across its
+// calls within the parent's thread, so its second call starts from what the
+// first left (my_key accumulates in the subgraph, my_other_key shows it).
+// Its events carry the namespace ["inner"], and the parent's history holds
+// only the parent's four checkpoints.
+func TestStateSubgraphKeepsStateAcrossCalls(t *testing.T) {
+	myKey := graph.Reduce("my_key", func(a, b string) string { return a + b })
+	other := graph.Value[string]("my_other_key")
+	inner := cstCompile(t, graph.New(myKey, other).
+		AddNode("inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			return myKey.Write(" got here").And(other.Write(myKey.Get(s))), nil
+		}).
+		AddNode("inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			return myKey.Write(" and there"), nil
+		}).
+		AddEdge(graph.START, "inner_1").AddEdge("inner_1", "inner_2"),
+		graph.CompileOptions{KeepState: true})
+	parentKey := graph.Value[string]("my_key")
+	g := cstCompile(t, graph.New(parentKey).
+		AddSubgraph("inner", inner).
+		AddEdge(graph.START, "inner").
+		AddConditionalEdges("inner", func(ctx context.Context, s graph.State) (graph.Route, error) {
+			if strings.Count(parentKey.Get(s), "there") < 2 {
+				return graph.To("inner"), nil
+			}
+			return graph.To(graph.END), nil
+		}),
+		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
+	for _, d := range []graph.Durability{graph.DurabilityAsync, graph.DurabilitySync, graph.DurabilityExit} {
+		t.Run(string(d), func(t *testing.T) { cstKeptSubgraphRun(t, g, d, parentKey) })
+	}
+}
+
+func cstKeptSubgraphRun(t *testing.T, g *graph.Graph, d graph.Durability, parentKey *graph.ValueChannel[string]) {
+	ctx := context.Background()
+	type item struct {
+		NS     string
+		Node   string
+		Writes map[string]string
+	}
+	var got []item
+	thread := "kept-" + string(d)
+	for ev, err := range g.Stream(ctx, parentKey.Write(""), graph.RunOptions{ThreadID: thread, Subgraphs: true, Durability: d}) {
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		u, ok := ev.Update()
+		if !ok {
+			continue
+		}
+		ws := map[string]string{}
+		for _, w := range u.Update.Writes() {
+			ws[w.Channel] = w.Value.(string)
+		}
+		got = append(got, item{strings.Join(ev.Namespace, "|"), u.Node, ws})
+	}
+	want := []item{
+		{"inner", "inner_1", map[string]string{"my_key": " got here", "my_other_key": ""}},
+		{"inner", "inner_2", map[string]string{"my_key": " and there"}},
+		{"", "inner", map[string]string{"my_key": " got here and there"}},
+		{"inner", "inner_1", map[string]string{"my_key": " got here", "my_other_key": " got here and there got here and there"}},
+		{"inner", "inner_2", map[string]string{"my_key": " and there"}},
+		{"", "inner", map[string]string{"my_key": " got here and there got here and there got here and there"}},
+	}
+	cstDiff(t, "events", want, got)
+	wantCheckpoints := 4
+	if d == graph.DurabilityExit {
+		wantCheckpoints = 1
+	}
+	if n := len(cstHistory(t, g, thread)); n != wantCheckpoints {
+		t.Errorf("parent history has %d checkpoints, want %d", n, wantCheckpoints)
+	}
+	// Another thread starts the subgraph afresh.
+	out := cstInvoke(t, g, parentKey.Write(""), graph.RunOptions{ThreadID: thread + "-other", Durability: d})
+	if got := parentKey.Get(out); got != " got here and there got here and there got here and there" {
+		t.Errorf("other thread's result = %q", got)
+	}
+}
+
+// A subgraph that keeps its state and stops at an interrupt is continued,
+// not restarted, when the parent resumes; its next call then builds on the
+// state the resumed call left.
+func TestStateKeptSubgraphInterruptResumes(t *testing.T) {
+	ctx := context.Background()
+	calls := newCstCalls()
+	bar := cstLog("bar")
+	inner := cstCompile(t, graph.New(bar).
+		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			calls.hit("ask")
+			return bar.Write([]string{graph.Ask[string](ctx, "baz?")}), nil
+		}).
+		AddEdge(graph.START, "ask"),
+		graph.CompileOptions{KeepState: true})
+	g := cstCompile(t, graph.New(bar).AddSubgraph("sub", inner).AddEdge(graph.START, "sub"),
+		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
+	out := cstInvoke(t, g, bar.Write([]string{"a"}), cstThread("1"))
+	cstDiff(t, "interrupt", []any{"baz?"}, cstInterruptValues(out.Interrupts()))
+	snap := cstState(t, g, cstCfg("1"), graph.StateOptions{Subgraphs: true})
+	if len(snap.Tasks) != 1 || snap.Tasks[0].State == nil || snap.Tasks[0].Namespace != "sub" {
+		t.Fatalf("tasks = %+v, want the sub task with its state in namespace sub", snap.Tasks)
+	}
+	cstDiff(t, "subgraph state", []string{"a"}, bar.Get(snap.Tasks[0].State.Values))
+
+	out = cstInvoke(t, g, graph.Resume("b"), cstThread("1"))
+	// The parent's bar gets the subgraph's whole list back: a + (a, b).
+	cstDiff(t, "after resume", []string{"a", "a", "b"}, bar.Get(out))
+	cstDiff(t, "ask calls", 2, calls.get("ask"))
+
+	// A new call: its input lands on the subgraph's kept [a b].
+	out = cstInvoke(t, g, bar.Write([]string{"x"}), cstThread("1"))
+	cstDiff(t, "second interrupt", []any{"baz?"}, cstInterruptValues(out.Interrupts()))
+	snap = cstState(t, g, cstCfg("1"), graph.StateOptions{Subgraphs: true})
+	cstDiff(t, "kept subgraph state", []string{"a", "b", "a", "a", "b", "x"}, bar.Get(snap.Tasks[0].State.Values))
+	if _, err := g.Invoke(ctx, graph.Resume("y"), cstThread("1")); err != nil {
+		t.Fatal(err)
+	}
+	cstDiff(t, "ask calls", 4, calls.get("ask"))
+}

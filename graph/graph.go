@@ -31,6 +31,8 @@ type Graph struct {
 	// saverTimeout bounds each checkpointer call.
 	saverTimeout time.Duration
 	log          *slog.Logger
+	// keepState: as a subgraph, the graph keeps its state per thread.
+	keepState bool
 	// spec keeps the builder's edges for drawing.
 	spec *Builder
 }
@@ -56,15 +58,16 @@ func joinName(from []string, to string) string {
 
 func compile(b *Builder, co CompileOptions) *Graph {
 	g := &Graph{
-		name:     co.Name,
-		decls:    make(map[string]Channel, len(b.channels)+len(b.order)+2),
-		nodes:    make(map[string]*node, len(b.order)+1),
-		triggers: make(map[string][]*node),
-		saver:    co.Checkpointer,
-		before:   toSet(co.InterruptBefore),
-		after:    toSet(co.InterruptAfter),
-		cache:    co.Cache,
-		spec:     b,
+		name:      co.Name,
+		decls:     make(map[string]Channel, len(b.channels)+len(b.order)+2),
+		nodes:     make(map[string]*node, len(b.order)+1),
+		triggers:  make(map[string][]*node),
+		saver:     co.Checkpointer,
+		before:    toSet(co.InterruptBefore),
+		after:     toSet(co.InterruptAfter),
+		cache:     co.Cache,
+		keepState: co.KeepState,
+		spec:      b,
 	}
 	g.log = co.Logger
 	g.saverTimeout = co.CheckpointerTimeout

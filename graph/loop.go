@@ -50,9 +50,11 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	if r.sub && tp != nil {
+	if r.sub && tp != nil && (!r.g.keepState || r.stoppedMidRun()) {
 		// The parent task runs again (a resume or a retry): continue the
-		// subgraph where it stopped instead of starting it anew.
+		// subgraph where it stopped instead of starting it anew. A
+		// subgraph that keeps its state and finished its last call takes
+		// this call's input on top of that state.
 		in = Update{}
 	}
 	if err := r.start(ctx, in); err != nil {
@@ -61,7 +63,7 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 	out, lastTasks, err := r.loop(ctx)
 	// Save at exit what durability "exit" held back; a subgraph that
 	// finished needs nothing saved, as its parent's checkpoint covers it.
-	if r.saver != nil && r.opts.Durability == DurabilityExit && !(r.sub && err == nil && !out.interrupted) {
+	if r.saver != nil && r.opts.Durability == DurabilityExit && !(r.sub && !r.g.keepState && err == nil && !out.interrupted) {
 		if !r.cpSaved {
 			if serr := r.save(ctx); serr != nil && err == nil {
 				err = serr
@@ -82,6 +84,12 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 		err = fmt.Errorf("graph: saving checkpoint: %w", perr)
 	}
 	return out, err
+}
+
+// stoppedMidRun reports whether the loaded checkpoint has tasks left to run:
+// the last run on it stopped at an interrupt or an error.
+func (r *run) stoppedMidRun() bool {
+	return len(r.prepare()) > 0
 }
 
 // loop runs supersteps until none is left. It returns the tasks of the last
@@ -807,7 +815,7 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 		opts:    opts,
 		saver:   sub.saver,
 		ns:      t.ns,
-		path:    append(slices.Clip(r.path), t.name+":"+t.id),
+		path:    append(slices.Clip(r.path), t.ns[strings.LastIndexByte(t.ns, '|')+1:]),
 		sub:     true,
 		before:  sub.before,
 		after:   sub.after,
@@ -820,7 +828,9 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 	}
 	parentAlive := r.alive
 	child.alive = func() bool { return tc.live() && (parentAlive == nil || parentAlive()) }
-	if child.saver != r.saver {
+	if child.saver != r.saver || sub.keepState {
+		// Its own persister, flushed when the call returns: a subgraph
+		// that keeps its state reads its saves back at its next call.
 		child.persist = nil
 	}
 	child.parents = make(map[string]string, len(r.parents)+1)

@@ -341,8 +341,14 @@ func hashID(parts ...string) string {
 	return string(out)
 }
 
-func (r *run) taskNS(name, id string) string {
-	own := name + ":" + id
+// taskNS is a task's namespace: "node:taskid" under the run's own, or just
+// the node's name for a subgraph that keeps its state, so that every call
+// of it finds the same checkpoints.
+func (r *run) taskNS(n *node, id string) string {
+	own := n.name + ":" + id
+	if n.sub != nil && n.sub.keepState {
+		own = n.name
+	}
 	if r.ns == "" {
 		return own
 	}
@@ -376,7 +382,7 @@ func (r *run) prepare() []*task {
 		}
 		id := hashID(r.cpID, r.ns, stepStr, n.name, "pull")
 		t := &task{id: id, name: n.name, node: n, kind: pullTask, input: st, triggers: n.triggers}
-		t.ns = r.taskNS(n.name, id)
+		t.ns = r.taskNS(n, id)
 		if n.name == START {
 			ws, _ := r.slots[START].get()
 			t.input = State{}
@@ -393,7 +399,7 @@ func (r *run) prepare() []*task {
 			}
 			id := hashID(r.cpID, r.ns, stepStr, n.name, "push", strconv.Itoa(i))
 			t := &task{id: id, name: n.name, node: n, kind: pushTask, idx: i}
-			t.ns = r.taskNS(n.name, id)
+			t.ns = r.taskNS(n, id)
 			t.input = r.sendInput(n, sd.Arg)
 			tasks = append(tasks, t)
 		}
