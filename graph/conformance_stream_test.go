@@ -1265,7 +1265,7 @@ func TestConformanceStreamNestedStaticInterruptParallel(t *testing.T) {
 		}).
 		AddEdge(graph.START, "inner_1").AddEdge("inner_1", "inner_2"),
 		graph.CompileOptions{InterruptBefore: []string{"inner_2"}})
-	g := csCompile(t, graph.New(csMyKey).
+	outer := graph.New(csMyKey).
 		AddSubgraph("inner", inner).
 		AddNode("outer_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csMyKey.Write(" and parallel"), nil
@@ -1274,8 +1274,8 @@ func TestConformanceStreamNestedStaticInterruptParallel(t *testing.T) {
 			return csMyKey.Write(" and back again"), nil
 		}).
 		AddEdge(graph.START, "inner").AddEdge(graph.START, "outer_1").
-		AddJoin([]string{"inner", "outer_1"}, "outer_2").AddEdge("outer_2", graph.END),
-		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+		AddJoin([]string{"inner", "outer_1"}, "outer_2").AddEdge("outer_2", graph.END)
+	g := csCompile(t, outer, graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
 	evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), graph.RunOptions{ThreadID: "2", Subgraphs: true}), csOpenAfter(gate, "outer_1"))
 	if err != nil {
@@ -1313,6 +1313,47 @@ func TestConformanceStreamNestedStaticInterruptParallel(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantRest, csData(t, evs)); diff != "" {
 		t.Errorf("continued events (-want +got):\n%s", diff)
+	}
+
+	// The values streams of the same test: the subgraph's breakpoint, and
+	// breakpoints before and after the parallel node.
+	gate.open()
+	values := func(g *graph.Graph, in graph.Update, thread string) []string {
+		t.Helper()
+		var out []string
+		evs, err := csDrain(t, g.Stream(ctx, in, graph.RunOptions{ThreadID: thread, StreamModes: csModes(graph.StreamValues)}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			s, _ := ev.Values()
+			out = append(out, csMyKey.Get(s))
+		}
+		return out
+	}
+	const (
+		parallel = " and parallel"
+		there    = "got here and there and parallel"
+		back     = "got here and there and parallel and back again"
+	)
+	for _, c := range []struct {
+		name   string
+		co     graph.CompileOptions
+		stages [][]string
+	}{
+		{"inner breakpoint", graph.CompileOptions{}, [][]string{{"", parallel}, {"", there, back}}},
+		{"before outer_1", graph.CompileOptions{InterruptBefore: []string{"outer_1"}}, [][]string{{""}, {"", parallel}, {"", there, back}}},
+		{"after outer_1", graph.CompileOptions{InterruptAfter: []string{"outer_1"}}, [][]string{{"", parallel}, {"", there}, {there, back}}},
+	} {
+		c.co.Checkpointer = checkpoint.NewMemory()
+		g := csCompile(t, outer, c.co)
+		in := csMyKey.Write("")
+		for i, want := range c.stages {
+			if diff := cmp.Diff(want, values(g, in, c.name)); diff != "" {
+				t.Errorf("%s, run %d: values (-want +got):\n%s", c.name, i, diff)
+			}
+			in = graph.Update{}
+		}
 	}
 }
 
