@@ -1862,6 +1862,12 @@ func TestStateReplayPassesStaticBreakpoint(t *testing.T) {
 // snapshot still shows next [qa], and continuing runs it on the updated
 // state.
 func TestStateUpdateStateKeepsDeferredNodePending(t *testing.T) {
+	for _, join := range []bool{false, true} {
+		t.Run(fmt.Sprintf("join=%v", join), func(t *testing.T) { cstDeferredUpdate(t, join) })
+	}
+}
+
+func cstDeferredUpdate(t *testing.T, join bool) {
 	query := graph.Value[string]("query")
 	answer := graph.Value[string]("answer")
 	docs := graph.Reduce("docs", func(a, b []string) []string {
@@ -1872,7 +1878,7 @@ func TestStateUpdateStateKeepsDeferredNodePending(t *testing.T) {
 	node := func(f func(s graph.State) graph.Update) graph.NodeFunc {
 		return func(ctx context.Context, s graph.State) (graph.Update, error) { return f(s), nil }
 	}
-	g := cstCompile(t, graph.New(query, answer, docs).
+	b := graph.New(query, answer, docs).
 		AddNode("rewrite_query", node(func(s graph.State) graph.Update { return query.Write("query: " + query.Get(s)) })).
 		AddNode("analyzer_one", node(func(s graph.State) graph.Update { return query.Write("analyzed: " + query.Get(s)) })).
 		AddNode("retriever_one", node(func(graph.State) graph.Update { return docs.Write([]string{"doc1", "doc2"}) })).
@@ -1882,9 +1888,13 @@ func TestStateUpdateStateKeepsDeferredNodePending(t *testing.T) {
 		AddEdge(graph.START, "rewrite_query").
 		AddEdge("rewrite_query", "retriever_one").AddEdge("retriever_one", "analyzer_one").
 		AddEdge("rewrite_query", "retriever_two").
-		AddEdge("retriever_one", "qa").AddEdge("retriever_two", "qa").
-		AddEdge("qa", graph.END),
-		graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptBefore: []string{"qa"}})
+		AddEdge("qa", graph.END)
+	if join {
+		b.AddJoin([]string{"retriever_one", "retriever_two"}, "qa")
+	} else {
+		b.AddEdge("retriever_one", "qa").AddEdge("retriever_two", "qa")
+	}
+	g := cstCompile(t, b, graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptBefore: []string{"qa"}})
 
 	ctx := context.Background()
 	cstInvoke(t, g, query.Write("what is weather in sf"), cstThread("2"))
