@@ -956,6 +956,12 @@ func Ask[T any](ctx context.Context, question any) T {
 // askPanic carries Interrupt's error out of a node that called Ask.
 type askPanic struct{ err error }
 
+// Error makes the crash readable when Ask was misused: a panic whose value
+// is an error prints its message.
+func (p askPanic) Error() string {
+	return "graph.Ask panicked outside the runtime (not on a node's own goroutine?): " + p.err.Error()
+}
+
 // RemainingSteps returns how many supersteps the run may still take,
 // counting the current one (LangGraph's RemainingSteps).
 func RemainingSteps(ctx context.Context) int {
