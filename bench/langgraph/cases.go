@@ -101,6 +101,17 @@ func suffix(ckpt bool) string {
 
 const letters = "abcdefghijklmnopqrstuvwxyz"
 
+// randLetters returns n random lowercase letters, each a one-letter string
+// (bench.mjs's randLetters).
+func randLetters(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		j := rand.IntN(len(letters))
+		out[i] = letters[j : j+1]
+	}
+	return out
+}
+
 // randString returns n random lowercase letters.
 func randString(n int) string {
 	b := make([]byte, n)

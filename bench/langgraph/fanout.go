@@ -2,23 +2,47 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/graph"
 )
 
-// The joke subgraph's channels (JokeState in bench.mjs).
+// The joke subgraph's channels (JokeState in bench.mjs). The subject is
+// untyped, as in bench.mjs: it comes in as a list of one-letter strings and
+// edit replaces it with a string.
 var (
-	jokeSubject = graph.Value[string]("subject")
+	jokeSubject = graph.Value[any]("subject")
 	jokeJokes   = graph.Value[[]string]("jokes")
 )
 
-// The parent graph's channels (Overall in bench.mjs).
+// The parent graph's channels (Overall in bench.mjs): each subject is a
+// list of 1,000 one-letter strings.
 var (
-	fanSubjects = graph.Value[[]string]("subjects")
+	fanSubjects = graph.Value[[][]string]("subjects")
 	fanJokes    = graph.Reduce("jokes", concat[string])
 )
+
+// jsString is JavaScript's `${v}` for the subject's values: a list of
+// strings is joined with commas.
+func jsString(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []string:
+		return strings.Join(v, ",")
+	case []any:
+		parts := make([]string, len(v))
+		for i, p := range v {
+			parts[i] = jsString(p)
+		}
+		return strings.Join(parts, ",")
+	case nil:
+		return "undefined"
+	}
+	return fmt.Sprint(v)
+}
 
 // bumped is the suffix that ends the subgraph's bump loop: ten bumps.
 var bumped = strings.Repeat(" a", 10)
@@ -28,10 +52,10 @@ var bumped = strings.Repeat(" a", 10)
 func jokeSubgraph() (*graph.Graph, error) {
 	return graph.New(jokeSubject, jokeJokes).
 		AddNode("edit", func(_ context.Context, s graph.State) (graph.Update, error) {
-			return jokeSubject.Write(jokeSubject.Get(s) + " - hohoho"), nil
+			return jokeSubject.Write(jsString(jokeSubject.Get(s)) + " - hohoho"), nil
 		}).
 		AddNode("generate", func(_ context.Context, s graph.State) (graph.Update, error) {
-			return jokeJokes.Write([]string{"Joke about " + jokeSubject.Get(s)}), nil
+			return jokeJokes.Write([]string{"Joke about " + jsString(jokeSubject.Get(s))}), nil
 		}).
 		AddNode("bump", func(_ context.Context, s graph.State) (graph.Update, error) {
 			return jokeJokes.Write([]string{jokeJokes.Get(s)[0] + " a"}), nil
@@ -51,8 +75,9 @@ func jokeSubgraph() (*graph.Graph, error) {
 		Compile()
 }
 
-// fanoutToSubgraph sends each of k random 1000-letter subjects to the joke
-// subgraph from START and concatenates the jokes.
+// fanoutToSubgraph sends each of k random subjects, each a list of 1,000
+// one-letter strings as in bench.mjs, to the joke subgraph from START and
+// concatenates the jokes.
 func fanoutToSubgraph(k int, saver *checkpoint.Saver) (*graph.Graph, graph.Update, error) {
 	sub, err := jokeSubgraph()
 	if err != nil {
@@ -73,12 +98,12 @@ func fanoutToSubgraph(k int, saver *checkpoint.Saver) (*graph.Graph, graph.Updat
 	if err != nil {
 		return nil, graph.Update{}, err
 	}
-	// bench.mjs passes each subject as an array of 1000 letters, which the
-	// subgraph's template string joins with commas; a 1000-letter string is
-	// the same workload without the accident.
-	subjects := make([]string, k)
+	// bench.mjs passes each subject as an array of 1,000 letters, which
+	// the parent's checkpoint stores as such and the subgraph's template
+	// string joins with commas; the same values here do the same work.
+	subjects := make([][]string, k)
 	for i := range subjects {
-		subjects[i] = randString(1000)
+		subjects[i] = randLetters(1000)
 	}
 	return g, fanSubjects.Write(subjects), nil
 }

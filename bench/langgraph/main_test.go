@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
 )
 
 // jsEvents is what bench.mjs streams per case on LangGraph.js, in its order
@@ -133,5 +136,39 @@ func TestList(t *testing.T) {
 	names := strings.Fields(out.String())
 	if len(names) != len(jsEvents) || names[0] != jsEvents[0].name || names[len(names)-1] != jsEvents[len(jsEvents)-1].name {
 		t.Errorf("--list printed %q", out.String())
+	}
+}
+
+// TestFanoutSubjectsAsInBenchMJS checks that fanout does bench.mjs's work:
+// each subject is a list of 1,000 one-letter strings (stored as such in the
+// parent's checkpoint), which the subgraph joins with commas.
+func TestFanoutSubjectsAsInBenchMJS(t *testing.T) {
+	g, in, err := fanoutToSubgraph(3, checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := g.Invoke(context.Background(), in, graph.RunOptions{ThreadID: "fanout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := fanSubjects.Get(st)
+	if len(subjects) != 3 {
+		t.Fatalf("%d subjects, want 3", len(subjects))
+	}
+	for _, s := range subjects {
+		if len(s) != 1000 || len(s[0]) != 1 {
+			t.Fatalf("a subject is %d strings of %d letters; want 1,000 one-letter strings", len(s), len(s[0]))
+		}
+	}
+	jokes := fanJokes.Get(st)
+	if len(jokes) != 3 {
+		t.Fatalf("%d jokes, want 3", len(jokes))
+	}
+	// "Joke about " + 1,000 letters joined by commas + " - hohoho" + ten " a".
+	want := len("Joke about ") + 1999 + len(" - hohoho") + 20
+	for _, j := range jokes {
+		if len(j) != want || !strings.HasPrefix(j, "Joke about ") || j[12] != ',' {
+			t.Errorf("joke of %d bytes starting %.20q; want %d bytes, letters joined by commas", len(j), j, want)
+		}
 	}
 }
