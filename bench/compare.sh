@@ -2,13 +2,15 @@
 # Runs LangGraph's benchmark graphs on LangGraph.js (the peer bench,
 # ../shared/bench/langgraphjs/bench.mjs) and on weft (./bench/langgraph), one
 # after the other on this machine with the same --runs, and prints a markdown
-# table of the medians.
+# table of the medians. weft runs twice: with Go's default GOMAXPROCS (every
+# core) and with GOMAXPROCS=1, since Node runs a graph on one thread.
 #
 # Usage: bash bench/compare.sh [--runs N] [--cases a,b,c] [--out DIR]
 #
 #   --runs N     timed runs per case, after one warm-up (default 7)
 #   --cases ...  comma-separated case names (default: all 16)
-#   --out DIR    keep the raw JSON lines in DIR/langgraphjs.jsonl and DIR/weft.jsonl
+#   --out DIR    keep the raw JSON lines in DIR/langgraphjs.jsonl, DIR/weft.jsonl
+#                and DIR/weft-1cpu.jsonl
 #
 # Environment:
 #   LANGGRAPHJS_BENCH  the peer bench source (default: ../shared/bench/langgraphjs
@@ -34,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --cases=*) cases=${1#--cases=}; shift ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --out=*) out=${1#--out=}; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -89,47 +91,62 @@ echo "compare.sh: LangGraph.js: node bench.mjs ${args[*]}" >&2
   exit 1
 }
 
-echo "compare.sh: weft: bench/langgraph ${args[*]}" >&2
-weft_rc=0
-"$tmp/weft-bench" "${args[@]}" >"$tmp/weft.jsonl" || weft_rc=$?
-if [[ ! -s $tmp/weft.jsonl ]]; then
-  echo "compare.sh: the weft bench failed (exit $weft_rc)" >&2
-  exit 1
-fi
-# Exit 1 with output means an event count differs from LangGraph.js's; the
-# table marks the case.
-[[ $weft_rc -eq 0 ]] || echo "compare.sh: the weft bench exited $weft_rc" >&2
+# weft with the default GOMAXPROCS, then with one P.
+for procs in default 1; do
+  file=$tmp/weft.jsonl
+  env=()
+  if [[ $procs == 1 ]]; then
+    file=$tmp/weft-1cpu.jsonl
+    env=(GOMAXPROCS=1)
+  fi
+  echo "compare.sh: weft: ${env[*]} bench/langgraph ${args[*]}" >&2
+  weft_rc=0
+  env "${env[@]}" "$tmp/weft-bench" "${args[@]}" >"$file" || weft_rc=$?
+  if [[ ! -s $file ]]; then
+    echo "compare.sh: the weft bench failed (GOMAXPROCS $procs, exit $weft_rc)" >&2
+    exit 1
+  fi
+  # Exit 1 with output means an event count differs from LangGraph.js's;
+  # the table marks the case.
+  [[ $weft_rc -eq 0 ]] || echo "compare.sh: the weft bench exited $weft_rc (GOMAXPROCS $procs)" >&2
+done
 
 if [[ -n $out ]]; then
   mkdir -p "$out"
-  cp "$tmp/langgraphjs.jsonl" "$tmp/weft.jsonl" "$out/"
+  cp "$tmp/langgraphjs.jsonl" "$tmp/weft.jsonl" "$tmp/weft-1cpu.jsonl" "$out/"
 fi
 
 # The table, in the order of the LangGraph.js output.
-node - "$tmp/langgraphjs.jsonl" "$tmp/weft.jsonl" "$runs" <<'EOF'
+node - "$tmp/langgraphjs.jsonl" "$tmp/weft.jsonl" "$tmp/weft-1cpu.jsonl" "$runs" "$(nproc 2>/dev/null || echo '?')" <<'EOF'
 const fs = require("node:fs");
-const [jsFile, goFile, runs] = process.argv.slice(2);
+const [jsFile, goFile, go1File, runs, cores] = process.argv.slice(2);
 const read = (f) => fs.readFileSync(f, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
 const js = read(jsFile);
-const weft = new Map(read(goFile).map((r) => [r.case, r]));
-const target = 20;
+const byCase = (f) => new Map(read(f).map((r) => [r.case, r]));
+const weft = byCase(goFile);
+const weft1 = byCase(go1File);
+const target = 30;
 const rows = [];
 let below = 0;
+const speed = (j, w) => {
+  if (!w || !(w.median_ms > 0)) return "—";
+  const s = j.median_ms / w.median_ms;
+  let out = `${s >= 100 ? s.toFixed(0) : s.toFixed(1)}×`;
+  if (s < target) { below++; out += " ⚠"; }
+  return out;
+};
 for (const j of js) {
   const w = weft.get(j.case);
-  if (!w) { rows.push(`| ${j.case} | ${j.median_ms} | — | — | — | — |`); continue; }
-  let speed = "—";
-  if (w.median_ms > 0) {
-    const s = j.median_ms / w.median_ms;
-    speed = `${s >= 100 ? s.toFixed(0) : s.toFixed(1)}×`;
-    if (s < target) { below++; speed += " ⚠"; }
-  }
-  const events = w.events === j.events ? "" : ` (events: js ${j.events}, weft ${w.events})`;
-  rows.push(`| ${j.case}${events} | ${j.median_ms} | ${w.median_ms} | ${speed} | ${w.allocs_per_op} | ${w.bytes_per_op} |`);
+  const w1 = weft1.get(j.case);
+  const odd = [w, w1].filter((r) => r && r.events !== j.events);
+  const events = odd.length ? ` (events: js ${j.events}, weft ${odd.map((r) => r.events).join("/")})` : "";
+  const ms = (r) => (r ? r.median_ms : "—");
+  rows.push(`| ${j.case}${events} | ${j.median_ms} | ${ms(w)} | ${speed(j, w)} | ${ms(w1)} | ${speed(j, w1)} | ${w ? w.allocs_per_op : "—"} | ${w ? w.bytes_per_op : "—"} |`);
 }
-console.log(`Median of ${runs} timed runs (after 1 warm-up), same machine, LangGraph.js first, then weft.\n`);
-console.log("| case | LangGraph.js median ms | weft median ms | speed-up | weft allocs/op | weft bytes/op |");
-console.log("|---|---:|---:|---:|---:|---:|");
+console.log(`Median of ${runs} timed runs (after 1 warm-up), same machine (${cores} cores), LangGraph.js first, then weft with the default GOMAXPROCS, then weft with GOMAXPROCS=1.\n`);
+console.log("| case | LangGraph.js ms | weft ms | speed-up | weft ms, GOMAXPROCS=1 | speed-up, 1 | weft allocs/run | weft bytes/run |");
+console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
 for (const r of rows) console.log(r);
-console.log(`\n${below === 0 ? "Every case" : `${js.length - below} of ${js.length} cases`} at or above the ${target}× target${below ? ` (⚠ marks the ${below} below)` : ""}.`);
+const total = 2 * js.length;
+console.log(`\n${below === 0 ? "Every measurement" : `${total - below} of ${total} measurements`} at or above the ${target}× target${below ? ` (⚠ marks the ${below} below)` : ""}.`);
 EOF
