@@ -4,20 +4,28 @@
 // For each saver (SQLite, PostgreSQL) and each length (200 and 1,000 turns)
 // it runs a ReAct-style thread through the graph runtime: every turn is a
 // human message, an AI message with a tool call, a tool message of about
-// 2 KB and an AI answer, one Invoke per turn with durability "sync". It
-// prints one JSON line per saver and length:
+// 2 KB and an AI answer, one Invoke per turn with durability "sync". The
+// text is generated prose over a vocabulary of 20,000 words drawn with
+// Zipf's law (as word frequencies in natural language follow it), from a
+// fixed seed, so every run writes the same thread. It prints one JSON line
+// per saver and length:
 //
-//	{"backend","turns","checkpoints","stored_bytes","raw_bytes","whole_value_bytes","write_p50_ms","write_p99_ms"}
+//	{"backend","turns","checkpoints","disk_bytes","stored_bytes","raw_bytes","whole_value_bytes","write_p50_ms","write_p99_ms"}
+//
+// disk_bytes is the database's size on disk, with indexes, page overhead
+// and free space: the SQLite file after its WAL is checkpointed into it
+// (PRAGMA wal_checkpoint(TRUNCATE)), or pg_total_relation_size (tables,
+// TOAST and indexes) summed over weft's tables on PostgreSQL. Each run has
+// a database of its own, so that is the thread's cost.
 //
 // whole_value_bytes is what a whole-value layout (LangGraph's savers, which
 // store a changed channel whole at every checkpoint) would store for the
 // same checkpoints, counted from the same puts: the peer of stored_bytes.
 //
 // raw_bytes is the JSON size of the final message list; stored_bytes is
-// what the saver's tables hold for the thread: the sum of the stored sizes
-// of every column of its rows (octet lengths and integer sizes in SQLite,
-// pg_column_size in PostgreSQL, which measures after compression), indexes
-// and free pages not counted. write_p50_ms and write_p99_ms are percentiles
+// the part of disk_bytes that is column data: the sum of the stored sizes
+// of every column of the thread's rows (octet lengths and integer sizes in
+// SQLite, pg_column_size in PostgreSQL, which measures after compression). write_p50_ms and write_p99_ms are percentiles
 // of the time Saver.Put takes. More detail goes to stderr.
 //
 // Usage:
@@ -31,10 +39,14 @@
 package main
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,8 +77,10 @@ type result struct {
 	Backend     string `json:"backend"`
 	Turns       int    `json:"turns"`
 	Checkpoints int64  `json:"checkpoints"`
-	StoredBytes int64  `json:"stored_bytes"`
-	RawBytes    int64  `json:"raw_bytes"`
+	// DiskBytes is the database's size on disk: pages, indexes and all.
+	DiskBytes   int64 `json:"disk_bytes"`
+	StoredBytes int64 `json:"stored_bytes"`
+	RawBytes    int64 `json:"raw_bytes"`
 	// WholeValueBytes is what a whole-value layout (LangGraph's savers)
 	// would store for the same checkpoints: the peer of stored_bytes.
 	WholeValueBytes int64   `json:"whole_value_bytes"`
@@ -98,14 +112,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, turns := range lengths {
 			var (
 				d       checkpoint.Driver
+				disk    diskSizer
 				cleanup func()
 				err     error
 			)
 			switch backend {
 			case "sqlite":
-				d, cleanup, err = openSQLite(ctx)
+				d, disk, cleanup, err = openSQLite(ctx)
 			case "postgres":
-				d, cleanup, err = openPostgres(ctx, *pgURL)
+				d, disk, cleanup, err = openPostgres(ctx, *pgURL)
 				if err != nil {
 					fmt.Fprintf(stderr, "storage: skipping postgres: %v\n", err)
 					continue
@@ -118,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "storage: %s: %v\n", backend, err)
 				return 1
 			}
-			res, err := measure(ctx, backend, d, turns, stderr)
+			res, err := measure(ctx, backend, d, disk, turns, stderr)
 			cleanup()
 			if err != nil {
 				fmt.Fprintf(stderr, "storage: %s, %d turns: %v\n", backend, turns, err)
@@ -143,31 +158,128 @@ type statser interface {
 	Stats(ctx context.Context, threadID string) (sqlite.Stats, error)
 }
 
-func openSQLite(ctx context.Context) (checkpoint.Driver, func(), error) {
+// diskSizer returns the size on disk of the database a run wrote, and
+// where it goes: bytes by table and index.
+type diskSizer func(ctx context.Context) (int64, map[string]int64, error)
+
+func openSQLite(ctx context.Context) (checkpoint.Driver, diskSizer, func(), error) {
 	dir, err := os.MkdirTemp("", "weft-bench-storage-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	d, err := sqlite.Open(ctx, filepath.Join(dir, "weft.db"))
+	path := filepath.Join(dir, "weft.db")
+	d, err := sqlite.Open(ctx, path)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return d, func() { d.Close(); os.RemoveAll(dir) }, nil
+	return d, func(ctx context.Context) (int64, map[string]int64, error) { return sqliteDiskBytes(ctx, path) }, func() { d.Close(); os.RemoveAll(dir) }, nil
+}
+
+// sqliteDiskBytes moves the WAL's pages into the database file, through a
+// connection of its own, and returns the size of the file and what is left
+// of the WAL (nothing, unless a reader held it), with the pages of each
+// table and index (SQLite's dbstat table) and the unused part of them.
+func sqliteDiskBytes(ctx context.Context, path string) (int64, map[string]int64, error) {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var busy, logPages, moved int64
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved); err != nil {
+		return 0, nil, fmt.Errorf("checkpointing the WAL: %w", err)
+	}
+	if busy != 0 {
+		return 0, nil, fmt.Errorf("checkpointing the WAL: the database was busy")
+	}
+	by := map[string]int64{}
+	rows, err := db.QueryContext(ctx, `SELECT name, SUM(pgsize), SUM(unused) FROM dbstat GROUP BY name`)
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading dbstat: %w", err)
+	}
+	for rows.Next() {
+		var name string
+		var size, unused int64
+		if err := rows.Scan(&name, &size, &unused); err != nil {
+			rows.Close()
+			return 0, nil, err
+		}
+		by[name] = size
+		by["unused in pages"] += unused
+	}
+	if err := rows.Close(); err != nil {
+		return 0, nil, err
+	}
+	var free, pageSize int64
+	if err := db.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
+		return 0, nil, err
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return 0, nil, err
+	}
+	by["free pages"] = free * pageSize
+	var n int64
+	for _, f := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		n += fi.Size()
+	}
+	return n, by, nil
+}
+
+// postgresDiskBytes sums pg_total_relation_size (table, TOAST, indexes)
+// over weft's tables in the database at dbURL.
+func postgresDiskBytes(ctx context.Context, dbURL string) (int64, map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	conn, err := pgtest.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid)
+		FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+		WHERE c.relkind = 'r' AND c.relname LIKE 'weft\_%' AND ns.nspname = current_schema()`)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	var n int64
+	by := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var table, indexes int64
+		if err := rows.Scan(&name, &table, &indexes); err != nil {
+			return 0, nil, err
+		}
+		// pg_total_relation_size is the sum of the two.
+		by[name] = table
+		by[name+" indexes"] = indexes
+		n += table + indexes
+	}
+	return n, by, rows.Err()
 }
 
 // openPostgres creates a database for the run on the server at admin.
-func openPostgres(ctx context.Context, admin string) (checkpoint.Driver, func(), error) {
+func openPostgres(ctx context.Context, admin string) (checkpoint.Driver, diskSizer, func(), error) {
 	conn, err := pgtest.Connect(ctx, admin)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer conn.Close(ctx)
 	var b [6]byte
 	rand.Read(b[:])
 	name := "weft_bench_" + hex.EncodeToString(b[:])
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	drop := func() {
 		c, err := pgtest.Connect(context.Background(), admin)
@@ -179,19 +291,18 @@ func openPostgres(ctx context.Context, admin string) (checkpoint.Driver, func(),
 	u, err := url.Parse(admin)
 	if err != nil {
 		drop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	u.Path = "/" + name
 	d, err := postgres.Open(ctx, u.String())
 	if err != nil {
 		drop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return d, func() { d.Close(); drop() }, nil
+	dbURL := u.String()
+	return d, func(ctx context.Context) (int64, map[string]int64, error) { return postgresDiskBytes(ctx, dbURL) }, func() { d.Close(); drop() }, nil
 }
 
-// connect opens a connection without prepared statements, so the command
-// also runs through PgBouncer in transaction mode.
 // timed measures the time of every Put, and counts what a whole-value
 // layout (LangGraph's savers: every changed channel stored whole at each
 // checkpoint) would store for the same puts.
@@ -250,9 +361,10 @@ func (t *timed) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	return out, err
 }
 
-func measure(ctx context.Context, backend string, d checkpoint.Driver, turns int, stderr io.Writer) (result, error) {
+func measure(ctx context.Context, backend string, d checkpoint.Driver, disk diskSizer, turns int, stderr io.Writer) (result, error) {
 	td := &timed{Driver: d}
-	g, err := newAgent(checkpoint.New(td))
+	text := newProse(7)
+	g, err := newAgent(checkpoint.New(td), text)
 	if err != nil {
 		return result{}, err
 	}
@@ -261,7 +373,7 @@ func measure(ctx context.Context, backend string, d checkpoint.Driver, turns int
 	start := time.Now()
 	var st graph.State
 	for turn := range turns {
-		st, err = g.Invoke(ctx, messages.Write(Message{Role: "human", Content: fmt.Sprintf("Turn %d: what is the status of order %d, and when will it ship?", turn, 10000+turn)}), opts)
+		st, err = g.Invoke(ctx, messages.Write(Message{Role: "human", Content: text.question()}), opts)
 		if err != nil {
 			return result{}, fmt.Errorf("turn %d: %w", turn, err)
 		}
@@ -279,21 +391,28 @@ func measure(ctx context.Context, backend string, d checkpoint.Driver, turns int
 	if err != nil {
 		return result{}, err
 	}
+	diskBytes, diskBy, err := disk(ctx)
+	if err != nil {
+		return result{}, fmt.Errorf("measuring the database on disk: %w", err)
+	}
 	res := result{
 		Backend:         backend,
 		Turns:           turns,
 		Checkpoints:     stats.Checkpoints,
+		DiskBytes:       diskBytes,
 		StoredBytes:     stats.Bytes + stats.ThreadIDBytes,
 		RawBytes:        int64(len(raw)),
 		WholeValueBytes: td.whole,
 		WriteP50MS:      percentile(td.put, 0.50),
 		WriteP99MS:      percentile(td.put, 0.99),
 	}
-	fmt.Fprintf(stderr, "storage: %s %d turns: %.2fx raw; rows: %d checkpoints, %d blobs, %d logs, %d chunks, %d writes; %d puts, max %.2f ms; %.1f s in all\n",
-		backend, turns, float64(res.StoredBytes)/float64(res.RawBytes), stats.Checkpoints, stats.Blobs, stats.Logs, stats.Chunks, stats.Writes,
+	fmt.Fprintf(stderr, "storage: %s %d turns: %.2fx raw on disk, %.2fx in columns; the raw JSON deflates %.2fx; rows: %d checkpoints, %d blobs, %d logs, %d chunks, %d writes; %d puts, max %.2f ms; %.1f s in all\n",
+		backend, turns, float64(res.DiskBytes)/float64(res.RawBytes), float64(res.StoredBytes)/float64(res.RawBytes), deflateRatio(raw), stats.Checkpoints, stats.Blobs, stats.Logs, stats.Chunks, stats.Writes,
 		len(td.put), percentile(td.put, 1), elapsed.Seconds())
 	tb, _ := json.Marshal(stats.TableBytes)
 	fmt.Fprintf(stderr, "storage: %s %d turns: bytes by table (thread id column excluded, %d bytes): %s\n", backend, turns, stats.ThreadIDBytes, tb)
+	db, _ := json.Marshal(diskBy)
+	fmt.Fprintf(stderr, "storage: %s %d turns: bytes on disk: %s\n", backend, turns, db)
 	return res, nil
 }
 
@@ -337,8 +456,7 @@ var messages = graph.Messages[Message]("messages")
 
 // newAgent builds START -> agent -> (tools -> agent)* -> END with a scripted
 // model: a human message gets a tool call, a tool result gets an answer.
-func newAgent(saver *checkpoint.Saver) (*graph.Graph, error) {
-	rnd := mrand.New(mrand.NewPCG(7, 11))
+func newAgent(saver *checkpoint.Saver, text *prose) (*graph.Graph, error) {
 	agent := func(ctx context.Context, s graph.State) (graph.Update, error) {
 		msgs := messages.Get(s)
 		last := msgs[len(msgs)-1]
@@ -347,7 +465,7 @@ func newAgent(saver *checkpoint.Saver) (*graph.Graph, error) {
 			return messages.Write(Message{
 				ID:      fmt.Sprintf("ai-%d", n),
 				Role:    "ai",
-				Content: "Let me look that order up.",
+				Content: text.sentence(),
 				ToolCalls: []ToolCall{{
 					ID:   fmt.Sprintf("call-%d", n),
 					Name: "lookup_order",
@@ -356,10 +474,9 @@ func newAgent(saver *checkpoint.Saver) (*graph.Graph, error) {
 			}), nil
 		}
 		return messages.Write(Message{
-			ID:   fmt.Sprintf("ai-%d", n),
-			Role: "ai",
-			Content: fmt.Sprintf("Order %d is packed and ships on day %d by ground freight. It holds %d items; the tracking number will be sent by email once the carrier scans the parcel. Anything else I can help with?",
-				10000+n/4, 1+n%28, 1+n%9),
+			ID:      fmt.Sprintf("ai-%d", n),
+			Role:    "ai",
+			Content: text.paragraph(2 + text.rnd.IntN(4)),
 		}), nil
 	}
 	tools := func(ctx context.Context, s graph.State) (graph.Update, error) {
@@ -370,7 +487,7 @@ func newAgent(saver *checkpoint.Saver) (*graph.Graph, error) {
 			Role:       "tool",
 			Name:       call.Name,
 			ToolCallID: call.ID,
-			Content:    toolOutput(rnd, 2048),
+			Content:    text.toolOutput(2048),
 		}), nil
 	}
 	route := func(ctx context.Context, s graph.State) (graph.Route, error) {
@@ -389,26 +506,152 @@ func newAgent(saver *checkpoint.Saver) (*graph.Graph, error) {
 		Compile(graph.CompileOptions{Checkpointer: saver})
 }
 
-var words = strings.Fields(`order status shipped packed warehouse carrier parcel tracking delivery address
-customer item quantity price total discount invoice payment pending confirmed returned refund weight
-dimensions box pallet route depot scan label express ground freight region north south east west
-city street postal code estimate window morning afternoon evening signature required contact phone
-email note fragile handling priority standard backorder supplier batch lot serial warranty`)
+// ---------------------------------------------------------------- the text
 
-// toolOutput makes about n bytes of JSON-ish tool output: records of words
-// and numbers, varied the way real tool results are.
-func toolOutput(rnd *mrand.Rand, n int) string {
+// prose generates varied text, deterministically from its seed: words of a
+// vocabulary of vocabSize made-up words, drawn by Zipf's law (a word's
+// frequency falls as 1/rank, as in natural language), frequent words short,
+// in sentences of varied length with commas and the odd number. Text drawn
+// from a few dozen words compresses far better than conversation does.
+type prose struct {
+	rnd   *mrand.Rand
+	zipf  *zipf
+	vocab []string
+}
+
+const vocabSize = 20000
+
+func newProse(seed uint64) *prose {
+	rnd := mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	p := &prose{rnd: rnd, zipf: newZipf(rnd, 1.07, vocabSize)}
+	onsets := strings.Fields("b c d f g h j k l m n p r s t v w y z br cr dr fr gr pr tr bl cl fl gl pl sl ch sh th st sp sc sk sm sn qu wh str")
+	vowels := strings.Fields("a e i o u a e i o ea ou ai ee oo ie")
+	codas := strings.Fields("_ _ _ n r s t l d m ng nd st nt rt ck sh ch rd ll ss")
+	seen := map[string]bool{}
+	for len(p.vocab) < vocabSize {
+		// Rank decides length: the common words are short.
+		rank := len(p.vocab)
+		syl := 1
+		switch {
+		case rank > 5000:
+			syl = 2 + rnd.IntN(3)
+		case rank > 300:
+			syl = 1 + rnd.IntN(3)
+		case rank > 50:
+			syl = 1 + rnd.IntN(2)
+		}
+		var b strings.Builder
+		for range syl {
+			if rnd.IntN(4) > 0 {
+				b.WriteString(onsets[rnd.IntN(len(onsets))])
+			}
+			b.WriteString(vowels[rnd.IntN(len(vowels))])
+			if c := codas[rnd.IntN(len(codas))]; c != "_" {
+				b.WriteString(c)
+			}
+		}
+		w := b.String()
+		if !seen[w] {
+			seen[w] = true
+			p.vocab = append(p.vocab, w)
+		}
+	}
+	return p
+}
+
+func (p *prose) word() string { return p.vocab[p.zipf.next()] }
+
+// sentence is 4 to 28 words, capitalised, with the odd comma and number.
+func (p *prose) sentence() string {
+	n := 4 + p.rnd.IntN(12) + p.rnd.IntN(13)
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			if p.rnd.IntN(9) == 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte(' ')
+		}
+		w := p.word()
+		if p.rnd.IntN(30) == 0 {
+			w = strconv.Itoa(p.rnd.IntN(10000))
+		}
+		if i == 0 {
+			w = strings.ToUpper(w[:1]) + w[1:]
+		}
+		b.WriteString(w)
+	}
+	if p.rnd.IntN(5) == 0 {
+		b.WriteByte('?')
+	} else {
+		b.WriteByte('.')
+	}
+	return b.String()
+}
+
+func (p *prose) paragraph(sentences int) string {
+	s := make([]string, sentences)
+	for i := range s {
+		s[i] = p.sentence()
+	}
+	return strings.Join(s, " ")
+}
+
+// question is a user's message: one to three sentences.
+func (p *prose) question() string { return p.paragraph(1 + p.rnd.IntN(3)) }
+
+// toolOutput makes about n bytes of JSON tool output: records with codes,
+// numbers, names and notes in prose.
+func (p *prose) toolOutput(n int) string {
 	var b strings.Builder
 	b.WriteString(`{"results":[`)
-	for i := 0; b.Len() < n-40; i++ {
+	for i := 0; b.Len() < n-60; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"sku":"%c%c-%05d","name":"%s %s","qty":%d,"price":%d.%02d,"note":"%s %s %s %s"}`,
-			'A'+rune(rnd.IntN(26)), 'A'+rune(rnd.IntN(26)), rnd.IntN(100000),
-			words[rnd.IntN(len(words))], words[rnd.IntN(len(words))], 1+rnd.IntN(20), rnd.IntN(500), rnd.IntN(100),
-			words[rnd.IntN(len(words))], words[rnd.IntN(len(words))], words[rnd.IntN(len(words))], words[rnd.IntN(len(words))])
+		note, _ := json.Marshal(p.sentence())
+		fmt.Fprintf(&b, `{"sku":"%c%c-%05d","name":"%s %s","qty":%d,"price":%d.%02d,"note":%s}`,
+			'A'+rune(p.rnd.IntN(26)), 'A'+rune(p.rnd.IntN(26)), p.rnd.IntN(100000),
+			p.word(), p.word(), 1+p.rnd.IntN(20), p.rnd.IntN(500), p.rnd.IntN(100), note)
 	}
 	b.WriteString(`]}`)
 	return b.String()
+}
+
+// zipf draws ranks 0..n-1 with P(k) proportional to 1/(k+1)^s, by binary
+// search over the cumulative weights (math/rand/v2's Zipf needs s > 1 and
+// a shift; this is the plain law).
+type zipf struct {
+	rnd *mrand.Rand
+	cum []float64
+}
+
+func newZipf(rnd *mrand.Rand, s float64, n int) *zipf {
+	z := &zipf{rnd: rnd, cum: make([]float64, n)}
+	total := 0.0
+	for k := range n {
+		total += 1 / math.Pow(float64(k+1), s)
+		z.cum[k] = total
+	}
+	for k := range z.cum {
+		z.cum[k] /= total
+	}
+	return z
+}
+
+func (z *zipf) next() int {
+	i, _ := slices.BinarySearch(z.cum, z.rnd.Float64())
+	return min(i, len(z.cum)-1)
+}
+
+// deflateRatio is how much DEFLATE (the saver's compression) shrinks b.
+func deflateRatio(b []byte) float64 {
+	var out bytes.Buffer
+	w, _ := flate.NewWriter(&out, flate.DefaultCompression)
+	w.Write(b)
+	w.Close()
+	if out.Len() == 0 {
+		return 0
+	}
+	return float64(len(b)) / float64(out.Len())
 }
