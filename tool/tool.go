@@ -5,7 +5,9 @@
 // derived from In (github.com/google/jsonschema-go: field names from json
 // tags, descriptions from jsonschema tags), and the model's arguments are
 // validated against it before the function runs: invalid arguments come
-// back to the model as a tool error it can correct.
+// back to the model as a tool error it can correct, naming every violation
+// at once. [Options].Schema adds what Go types cannot say (enums, bounds),
+// so that the schema states what the function enforces.
 //
 // Every tool answers in one envelope, [Result]: success, typed data, error
 // code and message, metadata (document 000's ToolResult). In the tool
@@ -27,8 +29,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -209,6 +214,14 @@ type Options struct {
 	// Handler is the post-processing node's body; see Handle and
 	// HandleNode.
 	Handler *Handler
+	// Schema, when set, adjusts the JSON Schema derived from In before
+	// the tool uses it, to state what Go types cannot: the values a
+	// string may take (Enum), bounds on numbers (Minimum, Maximum), on
+	// lists (MinItems) and on strings (MinLength, Pattern). The schema
+	// must state what the function enforces, as far as JSON Schema can,
+	// so that arguments valid against it are not then rejected; the model
+	// sees it, and the arguments are validated against it.
+	Schema func(s *jsonschema.Schema)
 }
 
 // Tool is a callable tool: a name, a description, a JSON Schema for its
@@ -217,8 +230,14 @@ type Tool struct {
 	name, description string
 	params            json.RawMessage
 	schema            *jsonschema.Resolved
-	out               reflect.Type
-	call              func(ctx context.Context, args json.RawMessage, decoded any) (any, error)
+	// parts validate one property each, to report every violation (see
+	// validate); required and known list the properties the schema
+	// requires and allows (nil known: any).
+	parts    []schemaPart
+	required []string
+	known    map[string]bool
+	out      reflect.Type
+	call     func(ctx context.Context, args json.RawMessage, decoded any) (any, error)
 	// valid, when set, reports that decoded arguments surely satisfy
 	// schema, so validating them can be skipped (see fieldsDecoder).
 	valid func(decoded any) bool
@@ -250,9 +269,15 @@ func New[In, Out any](name, description string, fn func(ctx context.Context, in 
 	if err == nil && schema.Type != "object" {
 		err = fmt.Errorf("the schema of %s has type %q; tools take a struct (a JSON object)", reflect.TypeFor[In](), schema.Type)
 	}
+	if err == nil && t.opts.Schema != nil {
+		t.opts.Schema(schema)
+	}
 	var resolved *jsonschema.Resolved
 	if err == nil {
 		resolved, err = schema.Resolve(nil)
+	}
+	if err == nil {
+		err = t.splitSchema(schema)
 	}
 	var params []byte
 	if err == nil {
@@ -264,7 +289,9 @@ func New[In, Out any](name, description string, fn func(ctx context.Context, in 
 	}
 	t.params, t.schema = params, resolved
 	fields := newFieldsDecoder(reflect.TypeFor[In]())
-	if fields != nil {
+	// The fields decoder knows the schema For derives; one adjusted by
+	// Options.Schema is checked by the validator.
+	if fields != nil && t.opts.Schema == nil {
 		t.valid = fields.valid
 	}
 	// decoded, when not nil, is args decoded as an any: a struct of plain
@@ -375,7 +402,7 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Durat
 	// general validator's allocations; anything it is unsure of is
 	// validated.
 	if t.valid == nil || !decoded || !t.valid(inst) {
-		if err := t.schema.Validate(inst); err != nil {
+		if err := t.validate(inst); err != nil {
 			err = fmt.Errorf("%w: tool %s: %w", ErrInvalidArgs, t.name, err)
 			return failure(CodeInvalidArgs, invalidArgsText(t, err), nil), err
 		}
@@ -486,4 +513,110 @@ func failure(code, text string, meta map[string]any) Result[any] {
 
 func invalidArgsText(t *Tool, err error) string {
 	return fmt.Sprintf("%v. Call %s again with arguments that match its schema: %s", err, t.name, t.params)
+}
+
+// schemaPart validates one property of the arguments.
+type schemaPart struct {
+	name   string
+	schema *jsonschema.Resolved
+}
+
+// splitSchema prepares validate's per-property checks of an object schema.
+func (t *Tool) splitSchema(s *jsonschema.Schema) error {
+	t.required = s.Required
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil {
+		t.known = make(map[string]bool, len(s.Properties))
+		for name := range s.Properties {
+			t.known[name] = true
+		}
+	}
+	names := slices.Clone(s.PropertyOrder)
+	for name := range s.Properties {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		sub, ok := s.Properties[name]
+		if !ok {
+			continue
+		}
+		one := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{name: sub}, Defs: s.Defs, Definitions: s.Definitions}
+		r, err := one.Resolve(nil)
+		if err != nil {
+			return fmt.Errorf("property %s: %w", name, err)
+		}
+		t.parts = append(t.parts, schemaPart{name, r})
+	}
+	return nil
+}
+
+// validate checks decoded arguments against the schema. When they fail,
+// the error lists every violation it can tell apart (the validator stops
+// at the first): unknown properties, missing required ones, and each
+// property whose value is wrong, so one retry can fix them all.
+func (t *Tool) validate(inst any) error {
+	err := t.schema.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	obj, ok := inst.(map[string]any)
+	if !ok {
+		return err
+	}
+	var v Violations
+	if t.known != nil {
+		var unknown []string
+		for k := range obj {
+			if !t.known[k] {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			v = append(v, fmt.Sprintf("unexpected properties %q (allowed: %q)", unknown, slices.Sorted(maps.Keys(t.known))))
+		}
+	}
+	var missing []string
+	for _, name := range t.required {
+		if _, ok := obj[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		v = append(v, fmt.Sprintf("missing required properties %q", missing))
+	}
+	for _, p := range t.parts {
+		val, ok := obj[p.name]
+		if !ok {
+			continue
+		}
+		if err := p.schema.Validate(map[string]any{p.name: val}); err != nil {
+			v = append(v, err.Error())
+		}
+	}
+	if len(v) == 0 {
+		// A rule the parts do not cover (such as minProperties).
+		return err
+	}
+	return v
+}
+
+// Violations lists everything wrong with a call's arguments; the error of
+// a failed validation wraps it (errors.As).
+type Violations []string
+
+func (v Violations) Error() string {
+	if len(v) == 1 {
+		return v[0]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems: ", len(v))
+	for i, s := range v {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "(%d) %s", i+1, s)
+	}
+	return b.String()
 }

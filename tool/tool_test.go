@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
@@ -560,5 +561,58 @@ func TestNodeCacheBigIntegers(t *testing.T) {
 		call("a", "get_order", `{"id":9007199254740993}`), call("b", "get_order", `{"id":9007199254740992}`)))
 	if got[0].Content != "order 9007199254740993" || got[1].Content != "order 9007199254740992" || tool.IsCached(got[1]) {
 		t.Errorf("got %q and %q (cached %v); want each order's own result", got[0].Content, got[1].Content, tool.IsCached(got[1]))
+	}
+}
+
+// TestRunReportsEveryViolation: one call with an unknown property, a
+// missing required one and two out-of-range values gets all four named in
+// one error, so the model can fix them in one retry.
+func TestRunReportsEveryViolation(t *testing.T) {
+	type args struct {
+		Region   string `json:"region"`
+		Category string `json:"category,omitempty"`
+		Limit    int    `json:"limit,omitempty"`
+	}
+	tl := tool.New("popular", "x", func(context.Context, args) (int, error) { return 0, nil }, tool.Options{
+		Schema: func(s *jsonschema.Schema) {
+			s.Properties["category"].Enum = []any{"cafe", "shopping"}
+			s.Properties["limit"].Minimum = jsonschema.Ptr(1.0)
+			s.Properties["limit"].Maximum = jsonschema.Ptr(50.0)
+		},
+	})
+	if err := tl.Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := tl.Run(context.Background(), json.RawMessage(`{"limit": 99, "category": "bar", "colour": "red"}`), time.Minute)
+	if !errors.Is(err, tool.ErrInvalidArgs) || res.ErrorCode != tool.CodeInvalidArgs {
+		t.Fatalf("err %v, envelope %+v", err, res)
+	}
+	var v tool.Violations
+	if !errors.As(err, &v) || len(v) != 4 {
+		t.Fatalf("violations %q, want 4 (unknown colour, missing region, category, limit); err: %v", v, err)
+	}
+	for _, want := range []string{`"colour"`, `"region"`, "category", "bar", "limit", "99"} {
+		if !strings.Contains(res.Error, want) {
+			t.Errorf("the error the model reads does not mention %s: %s", want, res.Error)
+		}
+	}
+	// The adjusted schema is what the model sees, and what is enforced.
+	var spec struct {
+		Properties map[string]struct {
+			Enum    []string `json:"enum"`
+			Maximum float64  `json:"maximum"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(tl.Spec().Parameters, &spec); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Properties["category"].Enum) != 2 || spec.Properties["limit"].Maximum != 50 {
+		t.Errorf("spec %s", tl.Spec().Parameters)
+	}
+	if _, err := tl.Run(context.Background(), json.RawMessage(`{"region": "x", "limit": 51}`), time.Minute); !errors.Is(err, tool.ErrInvalidArgs) {
+		t.Errorf("limit 51 accepted: %v", err)
+	}
+	if _, err := tl.Run(context.Background(), json.RawMessage(`{"region": "x", "limit": 50, "category": "cafe"}`), time.Minute); err != nil {
+		t.Errorf("valid arguments rejected: %v", err)
 	}
 }
