@@ -175,7 +175,8 @@ func TestToolErrors(t *testing.T) {
 		tool, args, code string
 	}{
 		{agent.GetLearningPath, `{"career":"우주 비행사"}`, agent.CodeNotFound},
-		{agent.GetLearningPath, `{"career":"   "}`, agent.CodeInvalidInput},
+		// A blank search text is refused by the schema (issue 7 §13).
+		{agent.GetLearningPath, `{"career":"   "}`, tool.CodeInvalidArgs},
 		{agent.GetLearningPath, `{}`, tool.CodeInvalidArgs},
 		{agent.BookMentoring, `{"session_id":"ms-003","user_id":"u1"}`, agent.CodeSessionFull},
 		{agent.BookMentoring, `{"session_id":"ms-013","user_id":"u1"}`, agent.CodeSessionStarted},

@@ -12,7 +12,10 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/weftlabs/weft/examples/career/service"
 	"github.com/weftlabs/weft/tool"
@@ -53,7 +56,29 @@ type JobQuery struct {
 // BookingArgs are the arguments of book_mentoring.
 type BookingArgs struct {
 	SessionID string `json:"session_id" jsonschema:"the id of a session returned by search_mentoring_sessions, e.g. ms-001"`
-	UserID    string `json:"user_id" jsonschema:"the id of the user who books"`
+	UserID    string `json:"user_id" jsonschema:"the id of the user who books, at most 128 characters"`
+}
+
+// The schemas state what the service enforces, as far as JSON Schema can
+// (document 000: the tool layer validates). A search text needs a word of
+// two or more letters or digits; the descriptions say what the schemas
+// cannot: common words alone ("the", "추천") match nothing.
+
+// wordsPattern asks for a word of two or more letters or digits: the
+// service searches by such words.
+const wordsPattern = `[\p{L}\p{N}]{2}`
+
+// idPattern asks for an id with something other than spaces in it.
+const idPattern = `\S`
+
+// searchText adjusts a search tool's schema: its one property, name, must
+// hold a word.
+func searchText(name string) tool.Options {
+	return tool.Options{Schema: func(s *jsonschema.Schema) {
+		p := s.Properties[name]
+		p.Pattern = wordsPattern
+		p.Description += "; at least one word of two or more letters or digits that is not a common word"
+	}}
 }
 
 // Tools returns DreamPath's four tools over svc, in document 002's order.
@@ -68,11 +93,11 @@ func Tools(svc *service.Service) []*tool.Tool {
 				}
 				res, err := svc.SearchMentoringSessions(ctx, q)
 				if err != nil {
-					return nil, toolError(err)
+					return nil, searchError("career_interest", err)
 				}
 				tool.SetMeta(ctx, "count", len(res.Sessions))
 				return res, nil
-			}),
+			}, searchText("career_interest")),
 		tool.New(GetLearningPath,
 			"직무의 단계별 학습 경로(주제, 기간, 추천 자료)를 가져옵니다. Gets the ordered learning path of a career.",
 			func(ctx context.Context, in LearningPathQuery) (*service.LearningPath, error) {
@@ -82,10 +107,10 @@ func Tools(svc *service.Service) []*tool.Tool {
 				}
 				p, err := svc.GetLearningPath(ctx, q)
 				if err != nil {
-					return nil, toolError(err)
+					return nil, searchError("career", err)
 				}
 				return p, nil
-			}),
+			}, searchText("career")),
 		tool.New(SearchJobPostings,
 			"채용 공고를 키워드(직무, 기술, 지역)로 검색합니다. Searches open job postings.",
 			func(ctx context.Context, in JobQuery) (*service.JobSearchResult, error) {
@@ -95,11 +120,11 @@ func Tools(svc *service.Service) []*tool.Tool {
 				}
 				res, err := svc.SearchJobPostings(ctx, q)
 				if err != nil {
-					return nil, toolError(err)
+					return nil, searchError("keyword", err)
 				}
 				tool.SetMeta(ctx, "count", len(res.Jobs))
 				return res, nil
-			}),
+			}, searchText("keyword")),
 		tool.New(BookMentoring,
 			"멘토링 세션 좌석을 예약합니다. 사용자가 예약을 명시적으로 요청했을 때만 사용하세요. Books a seat in a mentoring session.",
 			func(ctx context.Context, in BookingArgs) (*service.Booking, error) {
@@ -116,7 +141,12 @@ func Tools(svc *service.Service) []*tool.Tool {
 					return nil, toolError(err)
 				}
 				return b, nil
-			}),
+			}, tool.Options{Schema: func(s *jsonschema.Schema) {
+				s.Properties["session_id"].Pattern = idPattern
+				u := s.Properties["user_id"]
+				u.Pattern = idPattern
+				u.MaxLength = jsonschema.Ptr(128)
+			}}),
 	}
 }
 
@@ -133,6 +163,20 @@ func required(field, v string) (string, error) {
 		return "", &tool.Error{Code: CodeInvalidInput, Message: field + " is empty; give a non-empty string"}
 	}
 	return v, nil
+}
+
+// searchError is toolError for a search: the schema lets through only
+// texts with a word in them, so a text the service finds nothing to search
+// for in holds common words alone ("the", "추천"), which JSON Schema cannot
+// rule out. The model hears that nothing matched, as for a text that
+// matches nothing, not that its arguments were malformed.
+func searchError(field string, err error) error {
+	var in *service.InputError
+	if errors.As(err, &in) && in.Field == field {
+		return &tool.Error{Code: CodeNotFound, Message: fmt.Sprintf("nothing to search for in %s %q: it holds only common words; %s", field, in.Value, in.Expected),
+			Meta: map[string]any{"field": in.Field, "expected": in.Expected}, Err: err}
+	}
+	return toolError(err)
 }
 
 // toolError turns the service's typed errors into envelope error codes; any

@@ -1,6 +1,9 @@
 package service
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // categoryWords maps the words a user or model may use for a category,
 // English and Korean, to the category.
@@ -13,6 +16,24 @@ var categoryWords = map[string]Category{
 	"accommodation": Accommodation, "hotel": Accommodation, "lodging": Accommodation,
 	"숙소": Accommodation, "숙박": Accommodation, "호텔": Accommodation,
 	"shopping": Shopping, "shop": Shopping, "쇼핑": Shopping, "쇼핑몰": Shopping, "상점": Shopping,
+}
+
+// CategoryWords returns every word ParseCategory takes, in lower case: each
+// category's own name first, in the order of Categories, then the other
+// words sorted.
+func CategoryWords() []string {
+	out := make([]string, 0, len(categoryWords))
+	for _, c := range Categories {
+		out = append(out, string(c))
+	}
+	var rest []string
+	for w, c := range categoryWords {
+		if w != string(c) {
+			rest = append(rest, w)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
 }
 
 // Categories lists every category, in a fixed order.
