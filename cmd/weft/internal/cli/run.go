@@ -291,6 +291,7 @@ func (p *printer) event(ev graph.Event) {
 			msg := llm.Merge(p.chunks...).Message()
 			p.chunks = nil
 			p.calls(msg.ToolCalls)
+			p.invalidCalls(msg.InvalidToolCalls)
 		}
 	}
 }
@@ -346,6 +347,16 @@ func (p *printer) message(m llm.Message, task string) {
 		// does not stream.
 		p.token(m.Text())
 		p.calls(m.ToolCalls)
+		p.invalidCalls(m.InvalidToolCalls)
+	}
+}
+
+// invalidCalls shows calls whose arguments are not JSON, raw, so the error
+// result that follows has its call.
+func (p *printer) invalidCalls(calls []llm.InvalidToolCall) {
+	for _, c := range calls {
+		p.endLine()
+		fmt.Fprintf(p.info, "→ %s(%s) [arguments are not JSON]\n", c.Name, clip(c.Args, 200))
 	}
 }
 
