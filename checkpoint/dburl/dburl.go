@@ -17,7 +17,9 @@ package dburl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -34,6 +36,10 @@ const DefaultPath = "weft.db"
 
 // Options tune Open.
 type Options struct {
+	// Source names where the connection string came from, such as "--db"
+	// or "$WEFT_DATABASE_URL"; errors start with it, so the user knows
+	// what to fix. Empty names nothing.
+	Source string
 	// SkipMigrate opens the database without bringing its schema up to
 	// date, for a `weft migrate` command that calls Migrate itself.
 	SkipMigrate bool
@@ -62,10 +68,15 @@ func (db *DB) Migrate(ctx context.Context) error { return db.driver.Migrate(ctx)
 func (db *DB) Close() error { return db.driver.Close() }
 
 // FromEnv opens the database named by $WEFT_DATABASE_URL, or the SQLite
-// file DefaultPath when it is unset.
+// file DefaultPath when it is unset. Its errors name the variable.
 func FromEnv(ctx context.Context) (*DB, error) {
-	return Open(ctx, os.Getenv(EnvVar), Options{})
+	return Open(ctx, os.Getenv(EnvVar), Options{Source: "$" + EnvVar})
 }
+
+// ErrNoDatabaseName means a PostgreSQL URL names no database. PostgreSQL
+// would fall back to a database named after the user (often "root"),
+// which is rarely the one meant.
+var ErrNoDatabaseName = errors.New("no database name")
 
 // Parse names the backend ("sqlite" or "postgres") a connection string
 // selects, and its target: the SQLite file path or the PostgreSQL URL.
@@ -73,6 +84,9 @@ func FromEnv(ctx context.Context) (*DB, error) {
 func Parse(dsn string) (backend, target string, err error) {
 	dsn = strings.TrimSpace(dsn)
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if err := needDatabaseName(dsn); err != nil {
+			return "", "", err
+		}
 		return "postgres", dsn, nil
 	}
 	path := dsn
@@ -86,7 +100,7 @@ func Parse(dsn string) (backend, target string, err error) {
 		path = DefaultPath
 	}
 	if strings.Contains(path, "://") {
-		return "", "", fmt.Errorf("%w: %s: unknown database URL scheme in %q; use postgres://... or a SQLite file path", checkpoint.ErrInvalid, EnvVar, redact(dsn))
+		return "", "", fmt.Errorf("%w: unknown database URL scheme in %q; use postgres://USER@HOST:PORT/DBNAME or a SQLite file path", checkpoint.ErrInvalid, redact(dsn))
 	}
 	return "sqlite", path, nil
 }
@@ -94,6 +108,14 @@ func Parse(dsn string) (backend, target string, err error) {
 // Open opens the database a connection string names (see the package
 // documentation for the forms).
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	db, err := open(ctx, dsn, opts)
+	if err != nil && opts.Source != "" {
+		return nil, fmt.Errorf("%s: %w", opts.Source, err)
+	}
+	return db, err
+}
+
+func open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	backend, target, err := Parse(dsn)
 	if err != nil {
 		return nil, err
@@ -110,6 +132,20 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return &DB{Saver: checkpoint.New(d), Backend: backend, Target: target, driver: d}, nil
+}
+
+// needDatabaseName checks that a PostgreSQL URL names its database, in
+// its path or as the dbname parameter.
+func needDatabaseName(dsn string) error {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// The driver reports what is wrong with the URL, in its own words.
+		return nil
+	}
+	if strings.Trim(u.Path, "/") != "" || u.Query().Get("dbname") != "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %w in %q; expected postgres://USER@HOST:PORT/DBNAME, e.g. postgres://postgres@127.0.0.1:5432/weft", checkpoint.ErrInvalid, ErrNoDatabaseName, redact(dsn))
 }
 
 // redact drops a password from a URL for messages.
