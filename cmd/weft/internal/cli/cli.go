@@ -12,7 +12,6 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
-	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/store"
 	storepg "github.com/weftlabs/weft/store/postgres"
 	storesqlite "github.com/weftlabs/weft/store/sqlite"
@@ -43,13 +42,15 @@ func newGraphCmd() *cobra.Command {
 }
 
 func newDrawCmd() *cobra.Command {
-	var xray bool
+	// No --xray: none of these graphs has a subgraph, so it would draw the
+	// same chart. graph.MermaidOptions.XRay expands subgraphs in a
+	// program's own graphs.
 	cmd := &cobra.Command{
 		Use:   "draw NAME",
 		Short: "Print a graph as a Mermaid flowchart",
 		Long: "Print a graph as a Mermaid flowchart, for a Markdown file or https://mermaid.live.\n\n" +
 			"Graphs: " + strings.Join(examples.Names(), ", ") + ".",
-		Example: "  weft graph draw approval\n  weft graph draw approval --xray > approval.mmd",
+		Example: "  weft graph draw approval\n  weft graph draw travel > travel.mmd",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("graph draw takes the name of one graph, got %d arguments; known graphs: %s",
@@ -68,15 +69,14 @@ func newDrawCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, err := e.Build()
+			g, err := e.Build(nil)
 			if err != nil {
 				return fmt.Errorf("building graph %q: %w", e.Name, err)
 			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), g.Mermaid(graph.MermaidOptions{XRay: xray}))
+			_, err = fmt.Fprint(cmd.OutOrStdout(), g.Mermaid())
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&xray, "xray", false, "draw subgraphs with their own nodes")
 	return cmd
 }
 

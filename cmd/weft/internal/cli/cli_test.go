@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftlabs/weft/cmd/weft/internal/cli"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
+	"github.com/weftlabs/weft/graph"
 	_ "modernc.org/sqlite"
 )
 
@@ -28,7 +29,6 @@ func execute(t *testing.T, args ...string) (stdout, stderr string, err error) {
 func TestGraphDraw(t *testing.T) {
 	for _, args := range [][]string{
 		{"graph", "draw", "approval"},
-		{"graph", "draw", "approval", "--xray"},
 	} {
 		out, _, err := execute(t, args...)
 		if err != nil {
@@ -52,6 +52,25 @@ func TestGraphDraw(t *testing.T) {
 				t.Errorf("weft %s: output lacks %q:\n%s", strings.Join(args, " "), want, out)
 			}
 		}
+	}
+}
+
+// No example graph has a subgraph, so graph draw has no --xray promising
+// what it cannot draw. An example with a subgraph fails the first check:
+// then --xray earns its place back.
+func TestGraphDrawHasNoXRay(t *testing.T) {
+	for _, e := range examples.All() {
+		g, err := e.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Mermaid(graph.MermaidOptions{XRay: true}) != g.Mermaid() {
+			t.Errorf("graph %s has a subgraph: give graph draw an --xray flag again", e.Name)
+		}
+	}
+	_, _, err := execute(t, "graph", "draw", "approval", "--xray")
+	if err == nil || !strings.Contains(err.Error(), "unknown flag: --xray") {
+		t.Errorf("graph draw --xray: err = %v, want unknown flag", err)
 	}
 }
 

@@ -28,8 +28,11 @@ type Example struct {
 	Name string
 	// Summary says what the graph does, in one line.
 	Summary string
-	// Build compiles a fresh copy of the graph.
-	Build func() (*graph.Graph, error)
+	// Build compiles a fresh copy of the graph over saver, which may be
+	// nil. An agent's graph is built over a model without replies and a
+	// service with no data: it can be drawn and its saved threads read
+	// (weft threads), not run.
+	Build func(saver *checkpoint.Saver) (*graph.Graph, error)
 	// Open starts the example as a chat agent over model; nil for graphs
 	// that are not chat agents.
 	Open func(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Agent, error)
@@ -79,12 +82,12 @@ func All() []Example {
 		{
 			Name:    "approval",
 			Summary: "a planner that asks a human to approve, edit or reject its plan, then runs the steps in parallel (examples/approval)",
-			Build:   func() (*graph.Graph, error) { return planner.Build(nil) },
+			Build:   planner.Build,
 		},
 		{
 			Name:     "career",
 			Summary:  "DreamPath, a career counsellor: a router in front of a ReAct agent over mentoring, learning-path and job tools (examples/career)",
-			Build:    func() (*graph.Graph, error) { return buildGraph(openCareer) },
+			Build:    func(s *checkpoint.Saver) (*graph.Graph, error) { return buildGraph(openCareer, s) },
 			Open:     openCareer,
 			Demo:     "examples/career/demo.yaml",
 			DemoJSON: "examples/career/demo-json.yaml",
@@ -92,7 +95,7 @@ func All() []Example {
 		{
 			Name:     "travel",
 			Summary:  "MateTrip, a travel planner: a ReAct agent over place tools whose post-processing nodes keep last_recommended_places current (examples/travel)",
-			Build:    func() (*graph.Graph, error) { return buildGraph(openTravel) },
+			Build:    func(s *checkpoint.Saver) (*graph.Graph, error) { return buildGraph(openTravel, s) },
 			Open:     openTravel,
 			Demo:     "examples/travel/demo.yaml",
 			DemoJSON: "examples/travel/demo-json.yaml",
@@ -101,9 +104,9 @@ func All() []Example {
 }
 
 // buildGraph opens an agent over a model with an empty script, only to
-// draw it, and releases its service.
-func buildGraph(open func(context.Context, llm.ChatModel, OpenOptions) (*Agent, error)) (*graph.Graph, error) {
-	a, err := open(context.Background(), scripted.New(), OpenOptions{})
+// draw it or read its threads, and releases its service.
+func buildGraph(open func(context.Context, llm.ChatModel, OpenOptions) (*Agent, error), saver *checkpoint.Saver) (*graph.Graph, error) {
+	a, err := open(context.Background(), scripted.New(), OpenOptions{Saver: saver})
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func TestEveryExampleBuilds(t *testing.T) {
 		t.Errorf("examples are not sorted by name: %v", examples.Names())
 	}
 	for _, e := range all {
-		g, err := e.Build()
+		g, err := e.Build(nil)
 		if err != nil {
 			t.Errorf("%s: %v", e.Name, err)
 			continue
