@@ -17,9 +17,15 @@ var version string
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := cli.New(version).ExecuteContext(ctx)
+	code := cli.ExitCode(err)
+	// Whatever failed after Ctrl-C failed because of it. Read before
+	// stop, which cancels ctx too.
+	if err != nil && ctx.Err() != nil {
+		code = cli.ExitInterrupted
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weft:", err)
-		os.Exit(cli.ExitCode(err))
+		os.Exit(code)
 	}
 }

@@ -3,7 +3,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -93,14 +92,15 @@ func newMigrateCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			source := dbSource(cmd)
 			backend, target, err := dburl.Parse(dsn)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", source, err)
 			}
 			// Opened without migrating: Migrate below does it, once.
-			db, err := dburl.Open(ctx, dsn, dburl.Options{SkipMigrate: true})
+			db, err := dburl.Open(ctx, dsn, dburl.Options{SkipMigrate: true, Source: source})
 			if err != nil {
-				return fmt.Errorf("checkpoints: %w", err)
+				return err
 			}
 			defer db.Close()
 			if err := db.Migrate(ctx); err != nil {
@@ -122,7 +122,7 @@ func newMigrateCmd() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&dsn, "db", os.Getenv(dburl.EnvVar), "database: an SQLite file, sqlite:PATH or postgres://... (default $"+dburl.EnvVar+", else "+dburl.DefaultPath+")")
+	addDBFlag(cmd, &dsn, "database")
 	return cmd
 }
 

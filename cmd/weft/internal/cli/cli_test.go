@@ -14,11 +14,19 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// execute runs the weft command in-process, as `weft args...` would.
+// execute runs the weft command in-process, as `weft args...` would,
+// with nothing on standard input.
 func execute(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	return executeIn(t, "", args...)
+}
+
+// executeIn runs the weft command in-process with stdin piped to it.
+func executeIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	cmd := cli.New("v0.0.0-test")
 	var out, errOut bytes.Buffer
+	cmd.SetIn(strings.NewReader(stdin))
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	cmd.SetArgs(args)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/weftlabs/weft/agent/react"
@@ -51,9 +51,9 @@ func toolMode(v, from string) (react.Mode, error) {
 }
 
 func newRunCmd() *cobra.Command {
-	var agentName, modelName, threadID, dsn, tools string
+	var agentName, modelName, threadID, newThread, dsn, tools string
 	cmd := &cobra.Command{
-		Use:   "run --agent NAME [--model PROVIDER:MODEL] [--tools native|json] QUESTION",
+		Use:   "run --agent NAME [--model PROVIDER:MODEL] [--tools native|json] [--thread ID | --new-thread ID] QUESTION|-",
 		Short: "Ask an example agent a question, streaming its answer and tool calls",
 		Long: "Ask an example agent a question. The answer streams to standard output token by token;\n" +
 			"each tool call (→) and its result (←) is shown on standard error as it happens.\n\n" +
@@ -66,18 +66,22 @@ func newRunCmd() *cobra.Command {
 			"{\"thought\", \"action\", \"action_input\"}, calling one tool at a time or FINISH to answer;\n" +
 			"the router's classifier is asked for its decision as JSON text too.\n" +
 			"The default, --tools native, uses the model's tool calling.\n\n" +
-			"Conversations are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "); --thread ID continues one.",
+			"The question is the arguments, or standard input when it is - or a pipe (for long questions).\n\n" +
+			"Conversations are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "). Each run prints its thread id;\n" +
+			"--thread ID continues that conversation (an unknown id is an error, not a new conversation),\n" +
+			"--new-thread ID starts one under an id of your choice. weft threads lists, shows and deletes them.\n" +
+			"Ctrl-C stops the run (exit status 130) and prints how to continue its thread.",
 		Example: "  weft run --agent career --model scripted:examples/career/demo.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent career --tools json --model scripted:examples/career/demo-json.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent travel --model openai:gpt-4o-mini \"제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요\"\n" +
-			"  weft run --agent career --thread 3f2a... \"그 멘토링 예약해 주세요. 제 아이디는 user-1이에요\"",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return errors.New("run takes the question to ask, e.g. weft run --agent career \"UX 디자이너가 되려면?\"")
-			}
-			return nil
-		},
+			"  weft run --agent career --thread 3f2a... \"그 멘토링 예약해 주세요. 제 아이디는 user-1이에요\"\n" +
+			"  weft run --agent career --new-thread jimin \"UX 디자이너가 되고 싶어요\"\n" +
+			"  weft run --agent travel --model openai:gpt-4o-mini - < question.txt",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			question, err := readPrompt(args, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
 			from := "--tools"
 			if !cmd.Flags().Changed("tools") {
 				tools, from = os.Getenv(toolsEnv), "$"+toolsEnv
@@ -86,15 +90,18 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			out, info, stop := newTerminal(cmd).wrap(cmd.OutOrStdout(), cmd.ErrOrStderr())
+			defer stop()
 			return run(cmd.Context(), runConfig{
 				agent:    agentName,
 				model:    modelName,
 				mode:     mode,
-				thread:   threadID,
+				thread:   threadChoice{id: cmp.Or(newThread, threadID), isNew: newThread != "", db: dbArg(cmd, dsn)},
 				dsn:      dsn,
-				question: strings.Join(args, " "),
-				out:      cmd.OutOrStdout(),
-				info:     cmd.ErrOrStderr(),
+				dbSource: dbSource(cmd),
+				question: question,
+				out:      out,
+				info:     info,
 			})
 		},
 	}
@@ -102,18 +109,21 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&agentName, "agent", "", "the agent to ask: "+strings.Join(examples.Agents(), ", "))
 	f.StringVar(&modelName, "model", "", "the model, e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, ollama:qwen2.5:7b, scripted:PATH (default $"+modelEnv+")")
 	f.StringVar(&tools, "tools", "", "how the model calls tools: "+toolsNative+" (its tool calling) or "+toolsJSON+" (a JSON reply format, for models without tool calling) (default $"+toolsEnv+", else "+toolsNative+")")
-	f.StringVar(&threadID, "thread", "", "continue the conversation with this id (default: a new one, printed)")
-	f.StringVar(&dsn, "db", os.Getenv(dburl.EnvVar), "database for conversations: an SQLite file, sqlite:PATH or postgres://... (default $"+dburl.EnvVar+", else "+dburl.DefaultPath+")")
+	f.StringVar(&threadID, "thread", "", "continue the saved conversation with this id (default: a new one, printed)")
+	f.StringVar(&newThread, "new-thread", "", "start a new conversation under this id")
+	cmd.MarkFlagsMutuallyExclusive("thread", "new-thread")
+	addDBFlag(cmd, &dsn, "database for conversations")
 	return cmd
 }
 
 type runConfig struct {
-	agent, model, thread, dsn, question string
-	mode                                react.Mode
-	out, info                           io.Writer
+	agent, model, dsn, dbSource, question string
+	thread                                threadChoice
+	mode                                  react.Mode
+	out, info                             io.Writer
 }
 
-func run(ctx context.Context, c runConfig) error {
+func run(ctx context.Context, c runConfig) (err error) {
 	e, err := lookupAgent(c.agent)
 	if err != nil {
 		return err
@@ -133,9 +143,9 @@ func run(ctx context.Context, c runConfig) error {
 	if err != nil {
 		return err // it names the model already
 	}
-	db, err := dburl.Open(ctx, c.dsn, dburl.Options{})
+	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
 	if err != nil {
-		return fmt.Errorf("conversations database: %w", err)
+		return err
 	}
 	defer db.Close()
 	// The example's service keeps its data beside the conversations (for
@@ -150,11 +160,12 @@ func run(ctx context.Context, c runConfig) error {
 	}
 	defer a.Close()
 
-	thread := c.thread
-	if thread == "" {
-		thread = uuid.NewString()
-		fmt.Fprintf(c.info, "thread %s (continue it with --thread %s)\n", thread, thread)
+	c.thread.where = db.Backend + " " + db.Target
+	thread, err := pickThread(ctx, db.Saver, c.thread, c.info)
+	if err != nil {
+		return err
 	}
+	defer func() { err = onInterrupt(ctx, err, continueHint(e.Name, thread, c.thread.db)) }()
 	p := &printer{out: c.out, info: c.info, json: c.mode == react.JSONFormat}
 	// The agent packages answer (router.Answer); the command only shows
 	// what happens.
@@ -188,6 +199,9 @@ const (
 	// another reason (its tools kept failing, the turn's time ran out, the
 	// model's replies could not be used).
 	ExitNoAnswer = 4
+	// ExitInterrupted: the user pressed Ctrl-C (SIGINT); 128 + 2, as
+	// shells report it. How to continue the thread was told on stderr.
+	ExitInterrupted = 130
 )
 
 // ExitCode is the process's exit code after err (0 for nil).
@@ -195,6 +209,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, ErrInterrupted):
+		return ExitInterrupted
 	case errors.Is(err, react.ErrModelFailed):
 		return ExitModelFailed
 	case errors.Is(err, react.ErrNoAnswer):

@@ -229,8 +229,8 @@ func TestRunContinuesThread(t *testing.T) {
 - tool_calls: [{name: route, args: {route: agent}}]
 - content: "네, 말씀하세요."
 `
-	for range 2 {
-		if _, _, err := execute(t, "run", "--agent", "career", "--model", writeScript(t, script), "--thread", "t-1", "진로 질문이 있어요"); err != nil {
+	for _, flag := range []string{"--new-thread", "--thread"} {
+		if _, _, err := execute(t, "run", "--agent", "career", "--model", writeScript(t, script), flag, "t-1", "진로 질문이 있어요"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -377,7 +377,7 @@ func TestRunServiceDataPersists(t *testing.T) {
 // conversation stays whole when the next message goes to the agent.
 func TestRunChatTurnIsKept(t *testing.T) {
 	db := runEnv(t)
-	if _, _, err := execute(t, "run", "--agent", "career", "--model", writeScript(t, "- content: \"안녕하세요!\"\n"), "--thread", "t-2", "안녕하세요"); err != nil {
+	if _, _, err := execute(t, "run", "--agent", "career", "--model", writeScript(t, "- content: \"안녕하세요!\"\n"), "--new-thread", "t-2", "안녕하세요"); err != nil {
 		t.Fatal(err)
 	}
 	agentTurn := `
