@@ -79,7 +79,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 
-	db, err := dburl.Open(ctx, *dsn, dburl.Options{})
+	// again repeats the database flag in the command printed to resume,
+	// so a run saved elsewhere than the default is found again.
+	again, source := "", ""
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "db" {
+			again, source = " --db "+shellQuote(*dsn), "--db"
+		}
+	})
+	if source == "" && os.Getenv(dburl.EnvVar) != "" {
+		source = "$" + dburl.EnvVar
+	}
+	db, err := dburl.Open(ctx, *dsn, dburl.Options{Source: source})
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -135,7 +146,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			d = planner.Decision{Action: planner.Approve}
 		} else if d, err = ask(ctx, answers, stdout); err != nil {
 			if errors.Is(err, errNoAnswer) {
-				fmt.Fprintf(stderr, "approval: %v\nThe run is saved; answer later with: go run ./examples/approval --thread %s\n", err, thread)
+				fmt.Fprintf(stderr, "approval: %v\nThe run is saved; answer later with: go run ./examples/approval --thread %s%s\n", err, thread, again)
 				return 1
 			}
 			return fail(stderr, err)
@@ -156,6 +167,15 @@ func fail(stderr io.Writer, err error) int {
 	}
 	fmt.Fprintln(stderr, "approval:", err)
 	return 1
+}
+
+// shellQuote quotes s for a POSIX shell unless every character of it is
+// one that needs no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@,+=%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // parseArgs takes flags before and after the goal; the goal's words may

@@ -158,6 +158,29 @@ func TestInterruptedAtPrompt(t *testing.T) {
 	}
 }
 
+// A run saved in the database --db names says to answer later with the
+// same --db, and a bad --db is named as such.
+func TestAnswerLaterKeepsDB(t *testing.T) {
+	t.Setenv(dburl.EnvVar, "")
+	db := filepath.Join(t.TempDir(), "plans it.db")
+	var out, errOut strings.Builder
+	if code := run(context.Background(), []string{"--db", db, "plan a team offsite"}, strings.NewReader(""), &out, &errOut); code != 1 {
+		t.Fatalf("exit code %d, want 1 (no answer); stderr: %s", code, errOut.String())
+	}
+	m := regexp.MustCompile(`answer later with: go run ./examples/approval --thread ([0-9a-f-]{36}) --db '(.*)'\n`).FindStringSubmatch(errOut.String())
+	if m == nil || m[2] != db {
+		t.Fatalf("the hint does not repeat --db %q; stderr: %s", db, errOut.String())
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"--thread", m[1], "--db", db, "--yes"}, strings.NewReader(""), &out, &errOut); code != 0 || !strings.Contains(out.String(), "summary: 5 of 5 steps done") {
+		t.Errorf("answering with the hint's flags: code %d, output:\n%s", code, out.String())
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"--db", "postgres://", "plan"}, strings.NewReader(""), &out, &errOut); code != 1 || !strings.HasPrefix(errOut.String(), "approval: --db: ") {
+		t.Errorf("--db postgres://: code %d, stderr: %s", code, errOut.String())
+	}
+}
+
 // tempDB points the program's default database at a fresh SQLite file.
 func tempDB(t *testing.T) string {
 	t.Helper()
