@@ -44,15 +44,24 @@ if ! [[ $runs =~ ^[1-9][0-9]*$ ]]; then
   echo "compare.sh: --runs must be a positive integer, got '$runs'" >&2
   exit 2
 fi
-for tool in node npm go; do
-  command -v "$tool" >/dev/null || { echo "compare.sh: $tool is not on PATH" >&2; exit 1; }
-done
-
+# The peer first: without it nothing can be compared, whatever is installed.
 src=${LANGGRAPHJS_BENCH:-$repo/../shared/bench/langgraphjs}
-if [[ ! -f $src/bench.mjs || ! -f $src/package-lock.json ]]; then
-  echo "compare.sh: no peer bench at $src (set LANGGRAPHJS_BENCH)" >&2
+missing=()
+for f in bench.mjs package.json package-lock.json; do
+  [[ -f $src/$f ]] || missing+=("$f")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  {
+    echo "compare.sh: the LangGraph.js peer benchmark is not at $src (missing: ${missing[*]})."
+    echo "It lives in ../shared/bench/langgraphjs/ next to the repository (bench.mjs, package.json,"
+    echo "package-lock.json); put it there, or point LANGGRAPHJS_BENCH at a copy."
+    echo "weft's side alone runs with: go run ./bench/langgraph --runs $runs"
+  } >&2
   exit 1
 fi
+for tool in node npm go; do
+  command -v "$tool" >/dev/null || { echo "compare.sh: $tool is not on PATH (the peer needs node and npm, weft's side go)" >&2; exit 1; }
+done
 src=$(cd "$src" && pwd)
 cache=${WEFT_BENCH_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/weft/langgraphjs-bench}
 case "$cache/" in
