@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -323,7 +324,7 @@ func newThreadsListCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "THREAD\tUPDATED\tGRAPH\tSTATUS\tLAST MESSAGE")
 			for _, v := range views {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.ThreadID, v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), cmpOr(v.Graph, "?"), v.status(), v.Summary)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.ThreadID, v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), cmp.Or(v.Graph, "?"), v.status(), v.Summary)
 			}
 			return tw.Flush()
 		},
@@ -331,13 +332,6 @@ func newThreadsListCmd() *cobra.Command {
 	f.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 20, "list at most this many threads; 0 lists all")
 	return cmd
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func newThreadsShowCmd() *cobra.Command {
@@ -385,10 +379,10 @@ func threadArgs(least, most int) cobra.PositionalArgs {
 // printView prints a thread's state for a reader.
 func (t *threadsDB) printView(w io.Writer, v threadView) error {
 	fmt.Fprintf(w, "thread      %s\n", v.ThreadID)
-	fmt.Fprintf(w, "graph       %s\n", cmpOr(v.Graph, "unknown: no example graph has this thread's channels and nodes"))
+	fmt.Fprintf(w, "graph       %s\n", cmp.Or(v.Graph, "unknown: no example graph has this thread's channels and nodes"))
 	fmt.Fprintf(w, "updated     %s (step %d, %s, checkpoint %s)\n", v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), v.Step, v.Source, v.CheckpointID)
 	if v.Graph != "" {
-		fmt.Fprintf(w, "next        %s\n", cmpOr(strings.Join(v.Next, ", "), "nothing: the run finished"))
+		fmt.Fprintf(w, "next        %s\n", cmp.Or(strings.Join(v.Next, ", "), "nothing: the run finished"))
 	}
 	for _, in := range v.Interrupts {
 		b, _ := json.Marshal(in.Value)
@@ -516,7 +510,7 @@ func newThreadsHistoryCmd() *cobra.Command {
 				if len(v.Interrupts) > 0 {
 					next += " (waiting for an answer)"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", v.Step, v.Source, v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), cmpOr(next, "-"), len(messagesOf(v.Values)), v.CheckpointID)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", v.Step, v.Source, v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), cmp.Or(next, "-"), len(messagesOf(v.Values)), v.CheckpointID)
 			}
 			return tw.Flush()
 		},
