@@ -64,7 +64,7 @@ func TestRunModelFailureIsTold(t *testing.T) {
 			t.Run(tc.name+"/"+route, func(t *testing.T) {
 				db := runEnv(t)
 				openAIAt(t, serve(t, tc.handler))
-				out, _, err := execute(t, "run", "--agent", "career", "--model", "openai:gpt-4o-mini", "--thread", "t1", q)
+				out, _, err := execute(t, "run", "--agent", "career", "--model", "openai:gpt-4o-mini", "--new-thread", "t1", q)
 				if code := cli.ExitCode(err); code != cli.ExitModelFailed {
 					t.Fatalf("err = %v, exit %d; want exit %d", err, code, cli.ExitModelFailed)
 				}
