@@ -184,10 +184,16 @@ type Driver interface {
 	// checkpoint) with the values in blobs, and returns its address.
 	Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metadata, blobs []Blob) (Config, error)
 	// PutWrites stores pending writes of one task for checkpoint cfg.
+	//
+	// Put and PutWrites are fenced when ctx carries a lease for cfg's
+	// thread (FenceOwner): in the write's own transaction the driver checks
+	// that the lease still names that owner, and otherwise stores nothing
+	// and returns an error wrapping ErrLeaseLost.
 	PutWrites(ctx context.Context, cfg Config, taskID string, writes []PendingWrite) error
 	// DeleteThread removes every checkpoint, blob and write of a thread.
 	DeleteThread(ctx context.Context, threadID string) error
 	ThreadDriver
+	LeaseDriver
 }
 
 // Saver stores and reads checkpoints through a Driver.
@@ -279,7 +285,15 @@ func (s *Saver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metada
 			}
 		}
 	}
-	return s.d.Put(ctx, cfg, cp, meta, blobs)
+	ctx, l, err := s.fence(ctx, cfg.ThreadID)
+	if err != nil {
+		return Config{}, err
+	}
+	out, err := s.d.Put(ctx, cfg, cp, meta, blobs)
+	if l != nil && errors.Is(err, ErrLeaseLost) {
+		l.markLost(err)
+	}
+	return out, err
 }
 
 // PutWrites stores pending writes of one task for the checkpoint cfg names.
@@ -304,7 +318,15 @@ func (s *Saver) PutWrites(ctx context.Context, cfg Config, taskID string, writes
 			return err
 		}
 	}
-	return s.d.PutWrites(ctx, cfg, taskID, writes)
+	ctx, l, err := s.fence(ctx, cfg.ThreadID)
+	if err != nil {
+		return err
+	}
+	err = s.d.PutWrites(ctx, cfg, taskID, writes)
+	if l != nil && errors.Is(err, ErrLeaseLost) {
+		l.markLost(err)
+	}
+	return err
 }
 
 // DeleteThread removes everything stored for a thread.

@@ -18,6 +18,9 @@ import (
 type MemoryDriver struct {
 	mu      sync.RWMutex
 	threads map[string]*memThread
+	// leases holds thread leases (see LeaseDriver), under mu so that a
+	// fenced write checks its lease in the same critical section.
+	leases map[string]*memLease
 }
 
 type memThread struct {
@@ -179,6 +182,9 @@ func (m *MemoryDriver) List(ctx context.Context, threadID string, opts ListOptio
 func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metadata, blobs []Blob) (Config, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.fenceLocked(ctx, cfg.ThreadID); err != nil {
+		return Config{}, err
+	}
 	t := m.threads[cfg.ThreadID]
 	if t == nil {
 		t = &memThread{
@@ -261,6 +267,9 @@ func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta
 func (m *MemoryDriver) PutWrites(ctx context.Context, cfg Config, taskID string, writes []PendingWrite) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.fenceLocked(ctx, cfg.ThreadID); err != nil {
+		return err
+	}
 	t := m.threads[cfg.ThreadID]
 	if t == nil {
 		t = &memThread{

@@ -25,8 +25,13 @@ func (g *Graph) Invoke(ctx context.Context, in Update, opts ...RunOptions) (Stat
 	if err != nil {
 		return State{}, err
 	}
-	out, err := r.execute(ctx, in)
+	ctx, release, err := g.ownThread(ctx, o)
 	if err != nil {
+		return State{}, err
+	}
+	defer release(nil)
+	out, err := r.execute(ctx, in)
+	if err = release(err); err != nil {
 		return State{}, err
 	}
 	return out.state, nil
@@ -51,6 +56,12 @@ func (g *Graph) Stream(ctx context.Context, in Update, opts ...RunOptions) iter.
 			yield(Event{}, err)
 			return
 		}
+		ctx, release, err := g.ownThread(ctx, o)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer release(nil)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		// Once the consumer stops, or this function returns, yield must not
@@ -108,6 +119,7 @@ func (g *Graph) Stream(ctx context.Context, in Update, opts ...RunOptions) iter.
 			return true
 		}
 		_, err = r.execute(ctx, in)
+		err = release(err)
 		mu.Lock()
 		stopped := done
 		done = true
@@ -288,6 +300,13 @@ func (g *Graph) BulkUpdateState(ctx context.Context, cfg checkpoint.Config, supe
 	if len(supersteps) == 0 {
 		return checkpoint.Config{}, fmt.Errorf("%w: BulkUpdateState got no supersteps", ErrInvalidInput)
 	}
+	// An update is a write like a run's: it owns the thread, and fails at
+	// once when a run does. Every superstep is made under the one lease.
+	ctx, release, err := g.ownThread(ctx, RunOptions{ThreadID: cfg.ThreadID})
+	if err != nil {
+		return checkpoint.Config{}, err
+	}
+	defer release(nil)
 	for i, ups := range supersteps {
 		if len(ups) == 0 {
 			return checkpoint.Config{}, fmt.Errorf("%w: superstep %d of BulkUpdateState has no updates", ErrInvalidInput, i)

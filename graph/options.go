@@ -54,6 +54,23 @@ type RunOptions struct {
 	// namespace is set by At from a subgraph's checkpoint, which a run of
 	// the root graph cannot start from.
 	namespace string
+
+	// Busy says what the run does when another run owns its thread (see
+	// "Thread ownership" in docs/persistence.md): BusyFail (the default)
+	// fails at once with an error wrapping checkpoint.ErrThreadBusy,
+	// BusyWait waits its turn until ctx ends.
+	Busy BusyPolicy
+	// OnBusy, if set, is called once when the run starts waiting for a
+	// busy thread, with the current holder.
+	OnBusy func(*checkpoint.BusyError)
+	// Lease is a lease on ThreadID the caller already holds, from the
+	// graph's checkpointer: the run uses it instead of taking its own, and
+	// leaves releasing it to the caller.
+	Lease *checkpoint.Lease
+	// LeaseTTL is the lifetime of the lease the run takes, renewed every
+	// third of it: how long a crashed run blocks its thread. 0 means
+	// checkpoint.DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // At returns o set to run from the checkpoint cfg addresses: its thread,
@@ -67,6 +84,17 @@ func (o RunOptions) At(cfg checkpoint.Config) RunOptions {
 
 // At is RunOptions{}.At(cfg): the options to run from a checkpoint.
 func At(cfg checkpoint.Config) RunOptions { return RunOptions{}.At(cfg) }
+
+// BusyPolicy says what a run does when its thread is owned by another run.
+type BusyPolicy string
+
+// Busy policies.
+const (
+	// BusyFail fails at once with an error wrapping checkpoint.ErrThreadBusy.
+	BusyFail BusyPolicy = "fail"
+	// BusyWait waits until the thread is free, or ctx ends.
+	BusyWait BusyPolicy = "wait"
+)
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
 	if o.RecursionLimit == 0 {
@@ -84,6 +112,16 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 	case DurabilityAsync, DurabilitySync, DurabilityExit:
 	default:
 		return o, fmt.Errorf("%w: unknown Durability %q; expected %q, %q or %q", ErrInvalidInput, o.Durability, DurabilityAsync, DurabilitySync, DurabilityExit)
+	}
+	switch o.Busy {
+	case "":
+		o.Busy = BusyFail
+	case BusyFail, BusyWait:
+	default:
+		return o, fmt.Errorf("%w: unknown Busy policy %q; expected %q or %q", ErrInvalidInput, o.Busy, BusyFail, BusyWait)
+	}
+	if o.LeaseTTL < 0 {
+		return o, fmt.Errorf("%w: LeaseTTL must be 0 (default) or positive, got %s", ErrInvalidInput, o.LeaseTTL)
 	}
 	if o.MaxConcurrency < 0 {
 		return o, fmt.Errorf("%w: MaxConcurrency must be 0 (no cap) or positive, got %d", ErrInvalidInput, o.MaxConcurrency)

@@ -110,7 +110,13 @@ func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
 // Dialect is the PostgreSQL flavour of the shared storage format.
 var Dialect = &sqlstore.Dialect{
-	Migrations:  [][]string{sqlstore.SchemaSQL("text", "bigint", "smallint", "bytea", "jsonb", "seq bigint GENERATED ALWAYS AS IDENTITY,")},
+	Migrations: [][]string{
+		sqlstore.SchemaSQL("text", "bigint", "smallint", "bytea", "jsonb", "seq bigint GENERATED ALWAYS AS IDENTITY,"),
+		sqlstore.LeaseSchemaSQL("text", "bigint", "smallint"),
+	},
+	// Lease expiry follows the server's clock, which every process shares.
+	Now:         "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000 AS bigint)",
+	LockRow:     " FOR SHARE",
 	WritesOrder: "seq",
 	Size: func(col string, _ bool) string {
 		return "COALESCE(pg_column_size(" + col + "), 0)"

@@ -134,7 +134,10 @@ func (d *Driver) Path() string { return d.path }
 
 // Dialect is the SQLite flavour of the shared storage format.
 var Dialect = &sqlstore.Dialect{
-	Migrations:  [][]string{sqlstore.SchemaSQL("TEXT", "INTEGER", "INTEGER", "BLOB", "TEXT", "")},
+	Migrations: [][]string{
+		sqlstore.SchemaSQL("TEXT", "INTEGER", "INTEGER", "BLOB", "TEXT", ""),
+		sqlstore.LeaseSchemaSQL("TEXT", "INTEGER", "INTEGER"),
+	},
 	Numbered:    true,
 	WritesOrder: "rowid",
 	Size: func(col string, integer bool) string {

@@ -18,6 +18,14 @@ type Dialect struct {
 	WritesOrder string
 	// Size returns an SQL expression for the bytes a column's value takes.
 	Size func(col string, integer bool) string
+	// Now is an SQL expression for the current time in Unix nanoseconds,
+	// used for lease expiry; empty means the local clock, passed as an
+	// argument.
+	Now string
+	// LockRow is appended to the lease check of a fenced write to lock the
+	// lease row until the write commits (" FOR SHARE"); empty where write
+	// transactions already exclude each other (SQLite).
+	LockRow string
 }
 
 // q rewrites a query for the dialect.

@@ -133,6 +133,9 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	}
 	out := checkpoint.Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}
 	err = s.db.Write(ctx, []string{cfg.ThreadID}, func(tx Tx) error {
+		if err := s.fence(ctx, tx, cfg.ThreadID); err != nil {
+			return err
+		}
 		p := &putter{s: s, tx: tx, ctx: ctx, thread: cfg.ThreadID, ns: cfg.Namespace, id: cp.ID}
 		// Blob references are inherited from the parent, and kept from an
 		// earlier Put of the same checkpoint id, for unchanged versions.
@@ -506,6 +509,9 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND level = $5
 // PutWrites implements checkpoint.Driver.
 func (s *Store) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID string, writes []checkpoint.PendingWrite) error {
 	return s.db.Write(ctx, []string{cfg.ThreadID}, func(tx Tx) error {
+		if err := s.fence(ctx, tx, cfg.ThreadID); err != nil {
+			return err
+		}
 		var one int64
 		hasRegular, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoint_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0 LIMIT 1`),
 			[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID}, &one)

@@ -1,0 +1,139 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
+)
+
+// Thread leases live in weft_thread_leases (schema version 2): one row per
+// thread that a run owns or owned, with its owner token and its expiry in
+// Unix nanoseconds by the store's clock (Dialect.Now).
+
+// LeaseSchemaSQL returns the migration that adds weft_thread_leases, with
+// the column types of one database: text, 64-bit and small integers.
+func LeaseSchemaSQL(text, integer, small string) []string {
+	r := strings.NewReplacer("TEXT", text, "INT8", integer, "INT2", small)
+	return []string{r.Replace(`CREATE TABLE weft_thread_leases (
+	thread_id TEXT NOT NULL PRIMARY KEY,
+	owner TEXT NOT NULL,
+	run_id TEXT NOT NULL,
+	acquired_at INT8 NOT NULL,
+	expires_at INT8 NOT NULL,
+	cancel_requested INT2 NOT NULL DEFAULT 0
+)`)}
+}
+
+// now returns the SQL for the current time in Unix nanoseconds: the
+// dialect's expression (the server's clock), or the next argument, set to
+// the local clock.
+func (s *Store) now(args *[]any) string {
+	if s.d.Now != "" {
+		return s.d.Now
+	}
+	*args = append(*args, time.Now().UnixNano())
+	return fmt.Sprintf("$%d", len(*args))
+}
+
+// AcquireLease implements checkpoint.LeaseDriver with one upsert that
+// takes the row only when it is expired or already the owner's.
+func (s *Store) AcquireLease(ctx context.Context, threadID string, req checkpoint.LeaseRequest) error {
+	return s.db.Write(ctx, nil, func(tx Tx) error {
+		args := []any{threadID, req.Owner, req.RunID, req.TTL.Nanoseconds()}
+		now := s.now(&args)
+		n, err := tx.Exec(ctx, s.d.q(`INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at, cancel_requested)
+VALUES ($1, $2, $3, `+now+`, `+now+` + $4, 0)
+ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, run_id = excluded.run_id,
+acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, cancel_requested = 0
+WHERE weft_thread_leases.expires_at <= excluded.acquired_at OR weft_thread_leases.owner = excluded.owner`), args...)
+		if err != nil {
+			return fmt.Errorf("checkpoint: taking the lease of thread %q: %w", threadID, err)
+		}
+		if n > 0 {
+			return nil
+		}
+		be := &checkpoint.BusyError{ThreadID: threadID}
+		var exp int64
+		found, err := queryRow(ctx, tx, s.d.q(`SELECT owner, run_id, expires_at FROM weft_thread_leases WHERE thread_id = $1`),
+			[]any{threadID}, &be.Owner, &be.RunID, &exp)
+		if err != nil {
+			return fmt.Errorf("checkpoint: reading the lease of thread %q: %w", threadID, err)
+		}
+		if found {
+			be.ExpiresAt = time.Unix(0, exp).UTC()
+		}
+		return be
+	})
+}
+
+// RenewLease implements checkpoint.LeaseDriver.
+func (s *Store) RenewLease(ctx context.Context, threadID, owner string, ttl time.Duration) (checkpoint.LeaseState, error) {
+	var st checkpoint.LeaseState
+	err := s.db.Write(ctx, nil, func(tx Tx) error {
+		args := []any{threadID, owner, ttl.Nanoseconds()}
+		now := s.now(&args)
+		var cancel int64
+		found, err := queryRow(ctx, tx, s.d.q(`UPDATE weft_thread_leases SET expires_at = `+now+` + $3
+WHERE thread_id = $1 AND owner = $2 RETURNING cancel_requested`), args, &cancel)
+		if err != nil {
+			return fmt.Errorf("checkpoint: renewing the lease of thread %q: %w", threadID, err)
+		}
+		if !found {
+			return fmt.Errorf("%w: thread %q: another run took the lease", checkpoint.ErrLeaseLost, threadID)
+		}
+		st.CancelRequested = cancel != 0
+		return nil
+	})
+	return st, err
+}
+
+// ReleaseLease implements checkpoint.LeaseDriver.
+func (s *Store) ReleaseLease(ctx context.Context, threadID, owner string) error {
+	return s.db.Write(ctx, nil, func(tx Tx) error {
+		_, err := tx.Exec(ctx, s.d.q(`DELETE FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`), threadID, owner)
+		if err != nil {
+			return fmt.Errorf("checkpoint: releasing the lease of thread %q: %w", threadID, err)
+		}
+		return nil
+	})
+}
+
+// RequestLeaseCancel implements checkpoint.LeaseDriver.
+func (s *Store) RequestLeaseCancel(ctx context.Context, threadID string) (bool, error) {
+	var n int64
+	err := s.db.Write(ctx, nil, func(tx Tx) error {
+		args := []any{threadID}
+		now := s.now(&args)
+		var err error
+		n, err = tx.Exec(ctx, s.d.q(`UPDATE weft_thread_leases SET cancel_requested = 1 WHERE thread_id = $1 AND expires_at > `+now), args...)
+		if err != nil {
+			return fmt.Errorf("checkpoint: asking the holder of thread %q to cancel: %w", threadID, err)
+		}
+		return nil
+	})
+	return n > 0, err
+}
+
+// fence checks, inside a write transaction, that the lease the context's
+// run holds (checkpoint.FenceOwner) still names it. The row is locked
+// (Dialect.LockRow) until the transaction ends, so a takeover waits for
+// the write to commit instead of slipping in between.
+func (s *Store) fence(ctx context.Context, tx Tx, threadID string) error {
+	owner, ok := checkpoint.FenceOwner(ctx, threadID)
+	if !ok {
+		return nil
+	}
+	var one int64
+	found, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`+s.d.LockRow),
+		[]any{threadID, owner}, &one)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: thread %q is no longer owned by this run; nothing was written", checkpoint.ErrLeaseLost, threadID)
+	}
+	return nil
+}

@@ -1,0 +1,360 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/weftlabs/weft/internal/ids"
+)
+
+// Thread ownership.
+//
+// A run owns its thread while it runs: it holds the thread's lease, a row
+// (or map entry) naming an owner token and an expiry. The holder renews the
+// lease in the background; a holder that dies stops renewing, and once the
+// lease has expired another run may take it. Every Put and PutWrites made
+// with a lease in its context is fenced: the driver checks, in the same
+// transaction as the write, that the lease still names this owner, and
+// otherwise stores nothing and returns ErrLeaseLost. So a run that lost its
+// thread, however late it notices, never writes over the new owner's state.
+
+// Lease errors.
+var (
+	// ErrThreadBusy means another run holds the thread. The error is a
+	// *BusyError naming the thread and the holder.
+	ErrThreadBusy = errors.New("checkpoint: thread is busy")
+	// ErrLeaseLost means the run no longer owns its thread: its lease
+	// expired and another run took it, or it was released. Nothing was
+	// written by the call that returned it.
+	ErrLeaseLost = errors.New("checkpoint: thread lease lost")
+	// ErrCancelRequested means another caller asked the lease's holder to
+	// stop (Saver.RequestCancel). The holder still owns the thread until
+	// it releases the lease.
+	ErrCancelRequested = errors.New("checkpoint: cancel requested for the thread's run")
+)
+
+// DefaultLeaseTTL is how long a lease lasts without renewal unless
+// LeaseOptions.TTL says otherwise: the longest a crashed holder blocks its
+// thread.
+const DefaultLeaseTTL = 20 * time.Second
+
+// BusyError reports a thread another run holds. errors.Is(err,
+// ErrThreadBusy) is true for it.
+type BusyError struct {
+	ThreadID string
+	// Owner is the holder's owner token and RunID the run id it gave.
+	Owner, RunID string
+	// ExpiresAt is when the holder's lease expires unless it renews it,
+	// by the clock of the store (the database server for PostgreSQL).
+	ExpiresAt time.Time
+}
+
+func (e *BusyError) Error() string {
+	holder := "another run"
+	if e.RunID != "" {
+		holder = fmt.Sprintf("run %q", e.RunID)
+	}
+	return fmt.Sprintf("checkpoint: thread %q is busy: %s owns it (lease expires %s unless renewed)", e.ThreadID, holder, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Unwrap makes errors.Is(err, ErrThreadBusy) true.
+func (e *BusyError) Unwrap() error { return ErrThreadBusy }
+
+// LeaseRequest is what a driver needs to take a lease.
+type LeaseRequest struct {
+	// Owner is a token unique to the holder; RunID is informational.
+	Owner, RunID string
+	// TTL is how long the lease lasts from now without renewal.
+	TTL time.Duration
+}
+
+// LeaseState is a driver's answer to a renewal.
+type LeaseState struct {
+	// CancelRequested is set once Saver.RequestCancel asked the holder to
+	// stop.
+	CancelRequested bool
+}
+
+// LeaseDriver is the part of Driver that keeps thread leases. Times are
+// the store's own clock: the server's for PostgreSQL, so that processes on
+// machines with skewed clocks agree on expiry.
+type LeaseDriver interface {
+	// AcquireLease takes thread's lease for req.Owner when it is free,
+	// expired or already req.Owner's, in one atomic step. When another
+	// owner holds it, it returns a *BusyError.
+	AcquireLease(ctx context.Context, threadID string, req LeaseRequest) error
+	// RenewLease extends owner's lease by ttl from now. It returns
+	// ErrLeaseLost when the lease is no longer owner's.
+	RenewLease(ctx context.Context, threadID, owner string, ttl time.Duration) (LeaseState, error)
+	// ReleaseLease gives up owner's lease; releasing a lease one does not
+	// hold does nothing.
+	ReleaseLease(ctx context.Context, threadID, owner string) error
+	// RequestLeaseCancel marks the thread's unexpired lease as asked to
+	// stop, and reports whether there was one.
+	RequestLeaseCancel(ctx context.Context, threadID string) (bool, error)
+}
+
+// leaseKey is the context key of the lease that fences writes.
+type leaseKey struct{}
+
+// WithLease returns a context whose Put and PutWrites calls on l's saver
+// and thread are fenced by l: they store nothing and fail with
+// ErrLeaseLost once l is no longer held. The graph runtime does this for
+// its runs; callers writing through the Saver directly may too.
+func WithLease(ctx context.Context, l *Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+// LeaseFromContext returns the lease WithLease attached, or nil.
+func LeaseFromContext(ctx context.Context) *Lease {
+	l, _ := ctx.Value(leaseKey{}).(*Lease)
+	return l
+}
+
+// FenceOwner returns the owner token writes to threadID must be fenced
+// with: that of the context's lease, when it is for this thread. Drivers
+// call it in Put and PutWrites and, when ok, check inside the write's
+// transaction that the lease still names owner.
+func FenceOwner(ctx context.Context, threadID string) (owner string, ok bool) {
+	l := LeaseFromContext(ctx)
+	if l == nil || l.thread != threadID {
+		return "", false
+	}
+	return l.owner, true
+}
+
+// fence prepares a write to cfg's thread: it drops a lease that belongs to
+// another saver or thread from ctx, and refuses the write at once when the
+// lease is known to be lost.
+func (s *Saver) fence(ctx context.Context, threadID string) (context.Context, *Lease, error) {
+	l := LeaseFromContext(ctx)
+	if l == nil {
+		return ctx, nil, nil
+	}
+	if l.s != s || l.thread != threadID {
+		return context.WithValue(ctx, leaseKey{}, (*Lease)(nil)), nil, nil
+	}
+	if err := l.lost(); err != nil {
+		return ctx, l, err
+	}
+	return ctx, l, nil
+}
+
+// LeaseOptions configures Saver.Acquire.
+type LeaseOptions struct {
+	// TTL is how long the lease lasts without renewal; it is renewed every
+	// TTL/3 while held. 0 means DefaultLeaseTTL.
+	TTL time.Duration
+	// Wait makes Acquire wait, polling with backoff, until the thread is
+	// free or ctx ends. Without it a busy thread fails at once with a
+	// *BusyError.
+	Wait bool
+	// OnWait, if set, is called once when Acquire starts waiting, with the
+	// current holder.
+	OnWait func(*BusyError)
+	// Owner is the holder's token; empty means a new random one. Two
+	// acquisitions with the same token share the lease.
+	Owner string
+	// RunID is recorded with the lease and shown to runs that find the
+	// thread busy.
+	RunID string
+}
+
+// maxLeasePoll caps the wait between two attempts of a waiting Acquire.
+const maxLeasePoll = 100 * time.Millisecond
+
+// Acquire takes threadID's lease, waiting for it when opts.Wait is set.
+// The returned lease renews itself until Release; its Done channel closes
+// when it is lost or its holder is asked to cancel.
+func (s *Saver) Acquire(ctx context.Context, threadID string, opts LeaseOptions) (*Lease, error) {
+	if err := needThread("acquire", threadID); err != nil {
+		return nil, err
+	}
+	if opts.TTL < 0 {
+		return nil, fmt.Errorf("%w: lease TTL must be 0 (default %s) or positive, got %s", ErrInvalid, DefaultLeaseTTL, opts.TTL)
+	}
+	if opts.TTL == 0 {
+		opts.TTL = DefaultLeaseTTL
+	}
+	if opts.Owner == "" {
+		opts.Owner = ids.Random()
+	}
+	req := LeaseRequest{Owner: opts.Owner, RunID: opts.RunID, TTL: opts.TTL}
+	poll := 2 * time.Millisecond
+	waiting := false
+	for {
+		start := time.Now()
+		// Each attempt is bounded by the TTL: a store that does not answer
+		// within it could not keep the lease anyway.
+		actx, cancel := context.WithTimeout(ctx, opts.TTL)
+		err := s.d.AcquireLease(actx, threadID, req)
+		cancel()
+		if err == nil {
+			return s.newLease(threadID, opts, start), nil
+		}
+		var be *BusyError
+		if !errors.As(err, &be) || !opts.Wait {
+			return nil, err
+		}
+		if !waiting {
+			waiting = true
+			if opts.OnWait != nil {
+				opts.OnWait(be)
+			}
+		}
+		// Jitter keeps waiters from polling in lockstep.
+		d := poll/2 + rand.N(poll/2+1)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (stopped waiting: %w)", be, context.Cause(ctx))
+		case <-t.C:
+		}
+		poll = min(poll*2, maxLeasePoll)
+	}
+}
+
+// RequestCancel asks the run holding threadID's lease to stop: the
+// holder's lease sees the request at its next renewal and its Done channel
+// closes with ErrCancelRequested. It reports whether a run held the
+// thread. A server's "interrupt" and "rollback" strategies call it, then
+// wait for the lease.
+func (s *Saver) RequestCancel(ctx context.Context, threadID string) (bool, error) {
+	if err := needThread("request cancel", threadID); err != nil {
+		return false, err
+	}
+	return s.d.RequestLeaseCancel(ctx, threadID)
+}
+
+// Lease is a held thread lease. It renews itself in the background until
+// Release. Methods are safe for concurrent use.
+type Lease struct {
+	s      *Saver
+	thread string
+	owner  string
+	runID  string
+	ttl    time.Duration
+
+	mu   sync.Mutex
+	err  error // why done closed
+	done chan struct{}
+	// lostErr is set when the lease is known lost; writes are then
+	// refused without asking the store.
+	lostErr  error
+	released bool
+	stop     chan struct{}
+	stopped  chan struct{}
+}
+
+func (s *Saver) newLease(thread string, opts LeaseOptions, acquired time.Time) *Lease {
+	l := &Lease{
+		s: s, thread: thread, owner: opts.Owner, runID: opts.RunID, ttl: opts.TTL,
+		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	go l.heartbeat(acquired)
+	return l
+}
+
+// ThreadID returns the thread the lease is for.
+func (l *Lease) ThreadID() string { return l.thread }
+
+// Owner returns the lease's owner token.
+func (l *Lease) Owner() string { return l.owner }
+
+// Saver returns the saver the lease was taken from.
+func (l *Lease) Saver() *Saver { return l.s }
+
+// Done is closed when the lease is lost (Err wraps ErrLeaseLost) or its
+// holder is asked to stop (Err wraps ErrCancelRequested).
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns why Done closed, or nil while it is open.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+func (l *Lease) lost() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// signal closes done with err, once.
+func (l *Lease) signal(err error, lost bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lost && l.lostErr == nil {
+		l.lostErr = err
+	}
+	if l.err == nil || (lost && !errors.Is(l.err, ErrLeaseLost)) {
+		if l.err == nil {
+			close(l.done)
+		}
+		l.err = err
+	}
+}
+
+// markLost records that a fenced write was refused with err, which wraps
+// ErrLeaseLost.
+func (l *Lease) markLost(err error) { l.signal(err, true) }
+
+// heartbeat renews the lease every TTL/3. A renewal that fails for a
+// reason other than loss is retried; once the lease's expiry passes
+// without a successful renewal, it is counted lost.
+func (l *Lease) heartbeat(acquired time.Time) {
+	defer close(l.stopped)
+	every := max(l.ttl/3, time.Millisecond)
+	deadline := acquired.Add(l.ttl)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		st, err := l.s.d.RenewLease(ctx, l.thread, l.owner, l.ttl)
+		cancel()
+		switch {
+		case err == nil:
+			deadline = start.Add(l.ttl)
+			if st.CancelRequested {
+				l.signal(fmt.Errorf("%w: thread %q", ErrCancelRequested, l.thread), false)
+			}
+		case errors.Is(err, ErrLeaseLost):
+			l.signal(err, true)
+			return
+		case time.Now().After(deadline):
+			l.signal(fmt.Errorf("%w: thread %q: the lease expired while it could not be renewed: %w", ErrLeaseLost, l.thread, err), true)
+			return
+		}
+		t.Reset(every)
+	}
+}
+
+// Release stops renewing and gives the thread up. It is safe to call more
+// than once; later writes fenced by the lease fail with ErrLeaseLost.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	l.released = true
+	if l.lostErr == nil {
+		l.lostErr = fmt.Errorf("%w: thread %q: the lease was released", ErrLeaseLost, l.thread)
+	}
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.stopped
+	return l.s.d.ReleaseLease(ctx, l.thread, l.owner)
+}

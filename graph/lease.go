@@ -1,0 +1,75 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
+)
+
+// releaseTimeout bounds giving a thread up at the end of a run.
+const releaseTimeout = 5 * time.Second
+
+// ownThread makes the run the owner of its thread for its length: it takes
+// the thread's lease (or uses RunOptions.Lease), attaches it to the
+// returned context so that every checkpoint write of the run is fenced by
+// it, and cancels that context when the lease is lost or its holder is
+// asked to stop. The returned function ends ownership and turns the run's
+// error into one that says why, when the lease was the cause; it may be
+// called more than once, and only the first call counts. Graphs without a
+// checkpointer own nothing.
+func (g *Graph) ownThread(ctx context.Context, o RunOptions) (context.Context, func(error) error, error) {
+	if g.saver == nil {
+		return ctx, func(err error) error { return err }, nil
+	}
+	l := o.Lease
+	held := l != nil
+	if held {
+		if l.Saver() != g.saver || l.ThreadID() != o.ThreadID {
+			return nil, nil, fmt.Errorf("%w: RunOptions.Lease is for thread %q of another or the same checkpointer; the run is on thread %q of the graph's checkpointer", ErrInvalidInput, l.ThreadID(), o.ThreadID)
+		}
+		if err := l.Err(); err != nil {
+			return nil, nil, fmt.Errorf("graph: RunOptions.Lease: %w", err)
+		}
+	} else {
+		var err error
+		l, err = g.saver.Acquire(ctx, o.ThreadID, checkpoint.LeaseOptions{TTL: o.LeaseTTL, Wait: o.Busy == BusyWait, OnWait: o.OnBusy})
+		if err != nil {
+			return nil, nil, fmt.Errorf("graph: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancelCause(checkpoint.WithLease(ctx, l))
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-l.Done():
+			cancel(l.Err())
+		case <-finished:
+		}
+	}()
+	ended := false
+	return ctx, func(err error) error {
+		if ended {
+			return err
+		}
+		ended = true
+		close(finished)
+		cancel(nil)
+		lerr := l.Err()
+		if !held {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			// A failed release leaves the lease to expire: nothing is lost.
+			_ = l.Release(rctx)
+			rcancel()
+		}
+		// A run that lost its thread reports it even when it got to the end:
+		// some of its writes may have been refused. A cancel request that
+		// came after the run finished changes nothing.
+		if lerr != nil && (err != nil || errors.Is(lerr, checkpoint.ErrLeaseLost)) {
+			return fmt.Errorf("graph: run on thread %q stopped: %w", o.ThreadID, lerr)
+		}
+		return err
+	}, nil
+}
