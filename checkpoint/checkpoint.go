@@ -198,7 +198,8 @@ type Driver interface {
 
 // Saver stores and reads checkpoints through a Driver.
 type Saver struct {
-	d Driver
+	d       Driver
+	waiters leaseWaiters
 }
 
 // New returns a Saver over d.

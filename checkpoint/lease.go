@@ -185,7 +185,7 @@ func (s *Saver) Acquire(ctx context.Context, threadID string, opts LeaseOptions)
 	}
 	req := LeaseRequest{Owner: opts.Owner, RunID: opts.RunID, TTL: opts.TTL}
 	poll := 2 * time.Millisecond
-	waiting := false
+	var waitingFor *BusyError
 	for {
 		start := time.Now()
 		// Each attempt is bounded by the TTL: a store that does not answer
@@ -197,16 +197,20 @@ func (s *Saver) Acquire(ctx context.Context, threadID string, opts LeaseOptions)
 			return s.newLease(threadID, opts, start), nil
 		}
 		var be *BusyError
+		if waitingFor != nil && ctx.Err() != nil {
+			// The wait ended during an attempt: report what it waited for.
+			return nil, fmt.Errorf("%w (stopped waiting: %w)", waitingFor, context.Cause(ctx))
+		}
 		if !errors.As(err, &be) || !opts.Wait {
 			return nil, err
 		}
-		if !waiting {
-			waiting = true
-			if opts.OnWait != nil {
-				opts.OnWait(be)
-			}
+		if waitingFor == nil && opts.OnWait != nil {
+			opts.OnWait(be)
 		}
-		// Jitter keeps waiters from polling in lockstep.
+		waitingFor = be
+		// Jitter keeps waiters from polling in lockstep. A release in this
+		// process wakes its waiters at once; other processes' releases are
+		// seen at the next poll.
 		d := poll/2 + rand.N(poll/2+1)
 		t := time.NewTimer(d)
 		select {
@@ -214,6 +218,8 @@ func (s *Saver) Acquire(ctx context.Context, threadID string, opts LeaseOptions)
 			t.Stop()
 			return nil, fmt.Errorf("%w (stopped waiting: %w)", be, context.Cause(ctx))
 		case <-t.C:
+		case <-s.released(threadID):
+			t.Stop()
 		}
 		poll = min(poll*2, maxLeasePoll)
 	}
@@ -356,5 +362,41 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	close(l.stop)
 	<-l.stopped
-	return l.s.d.ReleaseLease(ctx, l.thread, l.owner)
+	err := l.s.d.ReleaseLease(ctx, l.thread, l.owner)
+	l.s.wake(l.thread)
+	return err
+}
+
+// leaseWaiters wakes this process's waiting Acquires when a lease of
+// their thread is released here.
+type leaseWaiters struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+// released returns a channel closed at the next release of threadID's
+// lease in this process.
+func (s *Saver) released(threadID string) <-chan struct{} {
+	w := &s.waiters
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(map[string]chan struct{})
+	}
+	c := w.ch[threadID]
+	if c == nil {
+		c = make(chan struct{})
+		w.ch[threadID] = c
+	}
+	return c
+}
+
+func (s *Saver) wake(threadID string) {
+	w := &s.waiters
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c := w.ch[threadID]; c != nil {
+		close(c)
+		delete(w.ch, threadID)
+	}
 }

@@ -13,8 +13,10 @@
 // It checks the Saver contract (put, get and list; values stored as deltas
 // reading back exactly at every checkpoint; pending-write rules; thread
 // management and pruning; concurrent writers; bad input that leaves stored
-// data alone) and runs small graphs of package graph on the saver:
-// interrupt and resume, pending writes after a failure, and fork/replay.
+// data alone; thread leases: busy, wait, expiry, fencing, cancel) and runs
+// small graphs of package graph on the saver:
+// interrupt and resume, pending writes after a failure, fork/replay, and
+// concurrent runs on one thread.
 package checkpointtest
 
 import (
@@ -55,6 +57,14 @@ func Run(t *testing.T, newSaver func(t *testing.T) *checkpoint.Saver) {
 		{"GraphInterruptResume", testGraphInterruptResume},
 		{"GraphPendingWritesAfterFailure", testGraphPendingWrites},
 		{"GraphForkReplay", testGraphForkReplay},
+		{"LeaseBusy", testLeaseBusy},
+		{"LeaseWaitRelease", testLeaseWaitRelease},
+		{"LeaseExpiry", testLeaseExpiry},
+		{"LeaseFencing", testLeaseFencing},
+		{"LeaseCancel", testLeaseCancel},
+		{"GraphOneWriterPerThread", testGraphOneWriterPerThread},
+		{"GraphUpdateStateBusy", testGraphUpdateStateBusy},
+		{"GraphLeaseLoss", testGraphLeaseLoss},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -156,8 +156,9 @@ func TestKillMidSuperstep(t *testing.T) {
 		t.Fatalf("tasks with saved results after the crash: %v; want [writer]", done)
 	}
 
-	// Continue the thread in this process.
-	st, err := g.Invoke(ctx, graph.Update{}, graph.RunOptions{ThreadID: "k"})
+	// Continue the thread in this process. The child died owning the
+	// thread: this run waits until its lease expires, then takes over.
+	st, err := g.Invoke(ctx, graph.Update{}, graph.RunOptions{ThreadID: "k", Busy: graph.BusyWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,9 @@ func runChild(t *testing.T, path string) {
 	}
 	saver := checkpoint.New(d)
 	g := killGraph(t, saver, newCounts(), true)
-	opts := graph.RunOptions{ThreadID: "k"}
+	// A short lease, so that the parent does not wait long once this
+	// process is gone.
+	opts := graph.RunOptions{ThreadID: "k", LeaseTTL: 300 * time.Millisecond}
 	if _, err := g.Invoke(ctx, msgs.Write(checkpointtest.Msg{Text: "one"}), opts); err != nil {
 		t.Fatal(err)
 	}
