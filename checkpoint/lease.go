@@ -184,44 +184,65 @@ func (s *Saver) Acquire(ctx context.Context, threadID string, opts LeaseOptions)
 		opts.Owner = ids.Random()
 	}
 	req := LeaseRequest{Owner: opts.Owner, RunID: opts.RunID, TTL: opts.TTL}
-	poll := 2 * time.Millisecond
-	var waitingFor *BusyError
-	for {
+	attempt := func() (*Lease, error) {
 		start := time.Now()
 		// Each attempt is bounded by the TTL: a store that does not answer
 		// within it could not keep the lease anyway.
 		actx, cancel := context.WithTimeout(ctx, opts.TTL)
-		err := s.d.AcquireLease(actx, threadID, req)
-		cancel()
-		if err == nil {
-			return s.newLease(threadID, opts, start), nil
-		}
-		var be *BusyError
-		if waitingFor != nil && ctx.Err() != nil {
-			// The wait ended during an attempt: report what it waited for.
-			return nil, fmt.Errorf("%w (stopped waiting: %w)", waitingFor, context.Cause(ctx))
-		}
-		if !errors.As(err, &be) || !opts.Wait {
+		defer cancel()
+		if err := s.d.AcquireLease(actx, threadID, req); err != nil {
 			return nil, err
 		}
-		if waitingFor == nil && opts.OnWait != nil {
-			opts.OnWait(be)
+		return s.newLease(threadID, opts, start), nil
+	}
+	l, err := attempt()
+	var be *BusyError
+	if err == nil || !opts.Wait || !errors.As(err, &be) {
+		return l, err
+	}
+	if opts.OnWait != nil {
+		opts.OnWait(be)
+	}
+	stopped := func() error { return fmt.Errorf("%w (stopped waiting: %w)", be, context.Cause(ctx)) }
+	// This process's waiters for the thread take turns polling the store,
+	// so a crowd of them costs the store one poller, not one each.
+	tw := s.waiters.join(threadID)
+	defer s.waiters.leave(threadID)
+	select {
+	case tw.turn <- struct{}{}:
+		defer func() { <-tw.turn }()
+	case <-ctx.Done():
+		return nil, stopped()
+	}
+	poll := 2 * time.Millisecond
+	for {
+		// Taken before the attempt, so a release between the attempt and
+		// the wait is not missed.
+		rel := s.waiters.releasedCh(tw)
+		l, err := attempt()
+		if err == nil {
+			return l, nil
 		}
-		waitingFor = be
-		// Jitter keeps waiters from polling in lockstep. A release in this
-		// process wakes its waiters at once; other processes' releases are
-		// seen at the next poll.
-		d := poll/2 + rand.N(poll/2+1)
-		t := time.NewTimer(d)
+		if ctx.Err() != nil {
+			return nil, stopped()
+		}
+		if !errors.As(err, &be) {
+			return nil, err
+		}
+		// A release in this process ends the wait at once; other
+		// processes' releases are seen at the next poll. Jitter keeps
+		// processes from polling in lockstep.
+		t := time.NewTimer(poll/2 + rand.N(poll/2+1))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (stopped waiting: %w)", be, context.Cause(ctx))
+			return nil, stopped()
 		case <-t.C:
-		case <-s.released(threadID):
+			poll = min(poll*2, maxLeasePoll)
+		case <-rel:
 			t.Stop()
+			poll = 2 * time.Millisecond
 		}
-		poll = min(poll*2, maxLeasePoll)
 	}
 }
 
@@ -363,40 +384,62 @@ func (l *Lease) Release(ctx context.Context) error {
 	close(l.stop)
 	<-l.stopped
 	err := l.s.d.ReleaseLease(ctx, l.thread, l.owner)
-	l.s.wake(l.thread)
+	l.s.waiters.wake(l.thread)
 	return err
 }
 
-// leaseWaiters wakes this process's waiting Acquires when a lease of
-// their thread is released here.
+// leaseWaiters coordinates this process's waiting Acquires, per thread:
+// one polls the store at a time, and a release here wakes it at once.
 type leaseWaiters struct {
 	mu sync.Mutex
-	ch map[string]chan struct{}
+	m  map[string]*threadWaiters
 }
 
-// released returns a channel closed at the next release of threadID's
-// lease in this process.
-func (s *Saver) released(threadID string) <-chan struct{} {
-	w := &s.waiters
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.ch = make(map[string]chan struct{})
-	}
-	c := w.ch[threadID]
-	if c == nil {
-		c = make(chan struct{})
-		w.ch[threadID] = c
-	}
-	return c
+type threadWaiters struct {
+	// turn is held by the waiter that polls.
+	turn chan struct{}
+	// rel is closed at the next release of the thread's lease here.
+	rel  chan struct{}
+	refs int
 }
 
-func (s *Saver) wake(threadID string) {
-	w := &s.waiters
+func (w *leaseWaiters) join(threadID string) *threadWaiters {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if c := w.ch[threadID]; c != nil {
-		close(c)
-		delete(w.ch, threadID)
+	if w.m == nil {
+		w.m = make(map[string]*threadWaiters)
+	}
+	tw := w.m[threadID]
+	if tw == nil {
+		tw = &threadWaiters{turn: make(chan struct{}, 1), rel: make(chan struct{})}
+		w.m[threadID] = tw
+	}
+	tw.refs++
+	return tw
+}
+
+func (w *leaseWaiters) leave(threadID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if tw := w.m[threadID]; tw != nil {
+		if tw.refs--; tw.refs == 0 {
+			delete(w.m, threadID)
+		}
+	}
+}
+
+func (w *leaseWaiters) releasedCh(tw *threadWaiters) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return tw.rel
+}
+
+// wake tells the thread's waiters here that its lease was released.
+func (w *leaseWaiters) wake(threadID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if tw := w.m[threadID]; tw != nil {
+		close(tw.rel)
+		tw.rel = make(chan struct{})
 	}
 }

@@ -197,3 +197,25 @@ func texts2(s graph.State) string {
 	}
 	return strings.Join(out, ",")
 }
+
+func openShared(t testing.TB, path string) *checkpoint.Saver {
+	d, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return checkpoint.New(d)
+}
+
+func tempDB(t *testing.T) string { return filepath.Join(t.TempDir(), "weft.db") }
+
+// 100 runs on one thread from 4 processes at once: no turn is lost.
+func TestOwnershipAcrossProcesses(t *testing.T) {
+	checkpointtest.OwnershipAcrossProcesses(t, tempDB, openShared)
+}
+
+// A run killed with SIGKILL while it owns a thread blocks it only until
+// its lease expires.
+func TestKilledHolder(t *testing.T) {
+	checkpointtest.KilledHolder(t, tempDB, openShared)
+}
