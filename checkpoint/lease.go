@@ -348,7 +348,9 @@ func (l *Lease) heartbeat(acquired time.Time) {
 		case <-t.C:
 		}
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), every)
+		// A renewal may take until the lease would expire; past that it
+		// is lost anyway.
+		ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Until(deadline)))
 		st, err := l.s.d.RenewLease(ctx, l.thread, l.owner, l.ttl)
 		cancel()
 		switch {

@@ -23,6 +23,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -165,6 +166,23 @@ func (p pgDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		return fn(pgTx{tx.Conn()})
 	})
+}
+
+// WriteOne runs one statement outside an explicit transaction: one round
+// trip.
+func (p pgDB) WriteOne(ctx context.Context, query string, args []any, dest ...any) (int64, error) {
+	if len(dest) == 0 {
+		tag, err := p.pool.Exec(ctx, query, args...)
+		return tag.RowsAffected(), err
+	}
+	err := p.pool.QueryRow(ctx, query, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return 1, nil
 }
 
 type pgTx struct{ c *pgx.Conn }

@@ -180,7 +180,7 @@ func runChild(t *testing.T, path string) {
 	g := killGraph(t, saver, newCounts(), true)
 	// A short lease, so that the parent does not wait long once this
 	// process is gone.
-	opts := graph.RunOptions{ThreadID: "k", LeaseTTL: 300 * time.Millisecond}
+	opts := graph.RunOptions{ThreadID: "k", LeaseTTL: time.Second}
 	if _, err := g.Invoke(ctx, msgs.Write(checkpointtest.Msg{Text: "one"}), opts); err != nil {
 		t.Fatal(err)
 	}

@@ -177,6 +177,16 @@ func (s *sqlDB) Write(ctx context.Context, _ []string, fn func(sqlstore.Tx) erro
 	return tx.Commit()
 }
 
+// WriteOne runs one statement in a write transaction of its own, queued
+// behind this process's other writers like every write.
+func (s *sqlDB) WriteOne(ctx context.Context, query string, args []any, dest ...any) (n int64, err error) {
+	err = s.Write(ctx, nil, func(tx sqlstore.Tx) error {
+		n, err = sqlstore.ExecOne(ctx, tx, query, args, dest...)
+		return err
+	})
+	return n, err
+}
+
 func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

@@ -31,6 +31,25 @@ type DB interface {
 	Write(ctx context.Context, keys []string, fn func(Tx) error) error
 	// Read runs fn in a transaction that sees one consistent snapshot.
 	Read(ctx context.Context, fn func(Tx) error) error
+	// WriteOne runs one writing statement, atomic by itself, in one round
+	// trip where the database allows (thread leases use it). With dest it
+	// scans the statement's first returned row into dest; it returns the
+	// rows changed, or returned (0 or 1) with dest. Unlike Write it takes
+	// no key lock.
+	WriteOne(ctx context.Context, query string, args []any, dest ...any) (int64, error)
+}
+
+// ExecOne runs a statement inside tx as DB.WriteOne describes, for
+// drivers whose WriteOne is a transaction of one statement.
+func ExecOne(ctx context.Context, tx Tx, query string, args []any, dest ...any) (int64, error) {
+	if len(dest) == 0 {
+		return tx.Exec(ctx, query, args...)
+	}
+	found, err := queryRow(ctx, tx, query, args, dest...)
+	if err != nil || !found {
+		return 0, err
+	}
+	return 1, nil
 }
 
 // Tx runs statements inside a transaction. Queries use $1, $2... for

@@ -41,80 +41,70 @@ func (s *Store) now(args *[]any) string {
 // AcquireLease implements checkpoint.LeaseDriver with one upsert that
 // takes the row only when it is expired or already the owner's.
 func (s *Store) AcquireLease(ctx context.Context, threadID string, req checkpoint.LeaseRequest) error {
-	return s.db.Write(ctx, nil, func(tx Tx) error {
-		args := []any{threadID, req.Owner, req.RunID, req.TTL.Nanoseconds()}
-		now := s.now(&args)
-		n, err := tx.Exec(ctx, s.d.q(`INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at, cancel_requested)
+	args := []any{threadID, req.Owner, req.RunID, req.TTL.Nanoseconds()}
+	now := s.now(&args)
+	n, err := s.db.WriteOne(ctx, s.d.q(`INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at, cancel_requested)
 VALUES ($1, $2, $3, `+now+`, `+now+` + $4, 0)
 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, run_id = excluded.run_id,
 acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, cancel_requested = 0
-WHERE weft_thread_leases.expires_at <= excluded.acquired_at OR weft_thread_leases.owner = excluded.owner`), args...)
-		if err != nil {
-			return fmt.Errorf("checkpoint: taking the lease of thread %q: %w", threadID, err)
-		}
-		if n > 0 {
-			return nil
-		}
-		be := &checkpoint.BusyError{ThreadID: threadID}
+WHERE weft_thread_leases.expires_at <= excluded.acquired_at OR weft_thread_leases.owner = excluded.owner`), args)
+	if err != nil {
+		return fmt.Errorf("checkpoint: taking the lease of thread %q: %w", threadID, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	// Busy: say who holds it. The holder may have changed since; this is
+	// for the message only.
+	be := &checkpoint.BusyError{ThreadID: threadID}
+	err = s.db.Read(ctx, func(tx Tx) error {
 		var exp int64
 		found, err := queryRow(ctx, tx, s.d.q(`SELECT owner, run_id, expires_at FROM weft_thread_leases WHERE thread_id = $1`),
 			[]any{threadID}, &be.Owner, &be.RunID, &exp)
-		if err != nil {
-			return fmt.Errorf("checkpoint: reading the lease of thread %q: %w", threadID, err)
-		}
 		if found {
 			be.ExpiresAt = time.Unix(0, exp).UTC()
 		}
-		return be
+		return err
 	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: reading the lease of thread %q: %w", threadID, err)
+	}
+	return be
 }
 
 // RenewLease implements checkpoint.LeaseDriver.
 func (s *Store) RenewLease(ctx context.Context, threadID, owner string, ttl time.Duration) (checkpoint.LeaseState, error) {
-	var st checkpoint.LeaseState
-	err := s.db.Write(ctx, nil, func(tx Tx) error {
-		args := []any{threadID, owner, ttl.Nanoseconds()}
-		now := s.now(&args)
-		var cancel int64
-		found, err := queryRow(ctx, tx, s.d.q(`UPDATE weft_thread_leases SET expires_at = `+now+` + $3
+	args := []any{threadID, owner, ttl.Nanoseconds()}
+	now := s.now(&args)
+	var cancel int64
+	n, err := s.db.WriteOne(ctx, s.d.q(`UPDATE weft_thread_leases SET expires_at = `+now+` + $3
 WHERE thread_id = $1 AND owner = $2 RETURNING cancel_requested`), args, &cancel)
-		if err != nil {
-			return fmt.Errorf("checkpoint: renewing the lease of thread %q: %w", threadID, err)
-		}
-		if !found {
-			return fmt.Errorf("%w: thread %q: another run took the lease", checkpoint.ErrLeaseLost, threadID)
-		}
-		st.CancelRequested = cancel != 0
-		return nil
-	})
-	return st, err
+	if err != nil {
+		return checkpoint.LeaseState{}, fmt.Errorf("checkpoint: renewing the lease of thread %q: %w", threadID, err)
+	}
+	if n == 0 {
+		return checkpoint.LeaseState{}, fmt.Errorf("%w: thread %q: another run took the lease", checkpoint.ErrLeaseLost, threadID)
+	}
+	return checkpoint.LeaseState{CancelRequested: cancel != 0}, nil
 }
 
 // ReleaseLease implements checkpoint.LeaseDriver.
 func (s *Store) ReleaseLease(ctx context.Context, threadID, owner string) error {
-	return s.db.Write(ctx, nil, func(tx Tx) error {
-		_, err := tx.Exec(ctx, s.d.q(`DELETE FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`), threadID, owner)
-		if err != nil {
-			return fmt.Errorf("checkpoint: releasing the lease of thread %q: %w", threadID, err)
-		}
-		return nil
-	})
+	if _, err := s.db.WriteOne(ctx, s.d.q(`DELETE FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`), []any{threadID, owner}); err != nil {
+		return fmt.Errorf("checkpoint: releasing the lease of thread %q: %w", threadID, err)
+	}
+	return nil
 }
 
 // RequestLeaseCancel implements checkpoint.LeaseDriver.
 func (s *Store) RequestLeaseCancel(ctx context.Context, threadID string) (bool, error) {
-	var n int64
-	err := s.db.Write(ctx, nil, func(tx Tx) error {
-		args := []any{threadID}
-		now := s.now(&args)
-		var err error
-		n, err = tx.Exec(ctx, s.d.q(`UPDATE weft_thread_leases SET cancel_requested = 1 WHERE thread_id = $1 AND expires_at > `+now), args...)
-		if err != nil {
-			return fmt.Errorf("checkpoint: asking the holder of thread %q to cancel: %w", threadID, err)
-		}
-		return nil
-	})
-	return n > 0, err
+	args := []any{threadID}
+	now := s.now(&args)
+	n, err := s.db.WriteOne(ctx, s.d.q(`UPDATE weft_thread_leases SET cancel_requested = 1 WHERE thread_id = $1 AND expires_at > `+now), args)
+	if err != nil {
+		return false, fmt.Errorf("checkpoint: asking the holder of thread %q to cancel: %w", threadID, err)
+	}
+	return n > 0, nil
 }
 
 // fence checks, inside a write transaction, that the lease the context's
