@@ -31,6 +31,7 @@ type childSpec struct {
 	Target string            `json:"target"`
 	Thread string            `json:"thread"`
 	Busy   graph.BusyPolicy  `json:"busy,omitempty"`
+	Dur    graph.Durability  `json:"durability,omitempty"`
 	Proc   int               `json:"proc"`
 	Runs   int               `json:"runs,omitempty"`
 	Extra  map[string]string `json:"extra,omitempty"`
@@ -85,7 +86,7 @@ func childRuns(t *testing.T, s *checkpoint.Saver, spec childSpec) {
 		wg.Go(func() {
 			id := fmt.Sprintf("p%dr%d", spec.Proc, i)
 			r := childResult{ID: id, Start: time.Now().UnixNano()}
-			_, err := g.Invoke(ctx, RunInput(id), graph.RunOptions{ThreadID: spec.Thread, Busy: spec.Busy})
+			_, err := g.Invoke(ctx, RunInput(id), graph.RunOptions{ThreadID: spec.Thread, Busy: spec.Busy, Durability: spec.Dur})
 			r.End = time.Now().UnixNano()
 			switch {
 			case err == nil:
@@ -188,6 +189,13 @@ func OwnershipAcrossProcesses(t *testing.T, target func(t *testing.T) string, op
 	const procs, runs = 4, 25
 	for _, busy := range []graph.BusyPolicy{graph.BusyFail, graph.BusyWait} {
 		thread := "procs-" + string(busy)
+		// In wait mode the 100 runs take turns: durability "exit" (one
+		// save per run) keeps the test quick under -race. Durability
+		// modes are covered by GraphOneWriterPerThread.
+		dur := graph.DurabilityAsync
+		if busy == graph.BusyWait {
+			dur = graph.DurabilityExit
+		}
 		type proc struct {
 			cmd    *exec.Cmd
 			stdin  io.WriteCloser
@@ -196,7 +204,7 @@ func OwnershipAcrossProcesses(t *testing.T, target func(t *testing.T) string, op
 		}
 		var ps []proc
 		for i := range procs {
-			cmd, stdin, sc, stderr := startChild(t, childSpec{Role: "runs", Target: tgt, Thread: thread, Busy: busy, Proc: i, Runs: runs})
+			cmd, stdin, sc, stderr := startChild(t, childSpec{Role: "runs", Target: tgt, Thread: thread, Busy: busy, Dur: dur, Proc: i, Runs: runs})
 			ps = append(ps, proc{cmd, stdin, sc, stderr})
 		}
 		for i, p := range ps {
@@ -254,8 +262,8 @@ func OwnershipAcrossProcesses(t *testing.T, target func(t *testing.T) string, op
 		}
 		CheckTurns(t, Turns.Get(st.Values), ok, failed)
 		secs := time.Duration(last - first).Seconds()
-		t.Logf("%s mode: %d runs from %d processes in %.2fs: %d succeeded (%.1f runs/s), %d got ErrThreadBusy",
-			busy, procs*runs, procs, secs, len(ok), float64(len(ok))/secs, len(failed))
+		t.Logf("%s mode, durability %s: %d runs from %d processes in %.2fs: %d succeeded (%.1f runs/s), %d got ErrThreadBusy",
+			busy, dur, procs*runs, procs, secs, len(ok), float64(len(ok))/secs, len(failed))
 	}
 }
 
