@@ -13,7 +13,8 @@ import (
 const releaseTimeout = 5 * time.Second
 
 // ownThread makes the run the owner of its thread for its length: it takes
-// the thread's lease (or uses RunOptions.Lease), attaches it to the
+// the thread's lease (or uses RunOptions.Lease, or the lease of ctx
+// (checkpoint.WithLease) when it is for the run's saver and thread), attaches it to the
 // returned context so that every checkpoint write of the run is fenced by
 // it, and cancels that context when the lease is lost or its holder is
 // asked to stop. The returned function ends ownership and turns the run's
@@ -25,6 +26,13 @@ func (g *Graph) ownThread(ctx context.Context, o RunOptions) (context.Context, f
 		return ctx, func(err error) error { return err }, nil
 	}
 	l := o.Lease
+	if l == nil {
+		// A caller that owns the thread for longer than one run (read,
+		// think, then write) attaches its lease to ctx.
+		if cl := checkpoint.LeaseFromContext(ctx); cl != nil && cl.Saver() == g.saver && cl.ThreadID() == o.ThreadID {
+			l = cl
+		}
+	}
 	held := l != nil
 	if held {
 		if l.Saver() != g.saver || l.ThreadID() != o.ThreadID {

@@ -65,7 +65,9 @@ type RunOptions struct {
 	OnBusy func(*checkpoint.BusyError)
 	// Lease is a lease on ThreadID the caller already holds, from the
 	// graph's checkpointer: the run uses it instead of taking its own, and
-	// leaves releasing it to the caller.
+	// leaves releasing it to the caller. A lease attached to the run's
+	// context with checkpoint.WithLease is used the same way; that is how
+	// UpdateState, too, runs under a caller's lease.
 	Lease *checkpoint.Lease
 	// LeaseTTL is the lifetime of the lease the run takes, renewed every
 	// third of it: how long a crashed run blocks its thread. 0 means

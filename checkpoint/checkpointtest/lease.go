@@ -333,6 +333,10 @@ func testGraphUpdateStateBusy(t *testing.T, s *checkpoint.Saver) {
 	if l.Err() != nil {
 		t.Fatalf("the caller's lease after the run: %v", l.Err())
 	}
+	// So does an update whose context carries it.
+	if _, err := g.UpdateState(checkpoint.WithLease(bg, l), checkpoint.Config{ThreadID: "t"}, Turns.Write([]string{"u"}), "c"); err != nil {
+		t.Fatalf("UpdateState under the caller's lease: %v", err)
+	}
 	if _, err := g.Invoke(bg, RunInput("r3"), graph.RunOptions{ThreadID: "other", Lease: l}); !errors.Is(err, graph.ErrInvalidInput) {
 		t.Fatalf("Invoke on another thread with the lease: %v; want ErrInvalidInput", err)
 	}
@@ -346,7 +350,7 @@ func testGraphUpdateStateBusy(t *testing.T, s *checkpoint.Saver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(Turns.Get(st.Values)); got != "[r0:in r0:a r0:b r0:c r2:in r2:a r2:b r2:c x]" {
+	if got := fmt.Sprint(Turns.Get(st.Values)); got != "[r0:in r0:a r0:b r0:c r2:in r2:a r2:b r2:c u x]" {
 		t.Fatalf("final turns = %s", got)
 	}
 }

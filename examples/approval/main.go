@@ -196,7 +196,10 @@ func parseArgs(fs *flag.FlagSet, args []string) (string, error) {
 
 // stream runs the graph and prints each node as it finishes.
 func stream(ctx context.Context, g *graph.Graph, in graph.Update, thread string, out io.Writer) error {
-	opts := graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamUpdates}}
+	// Another process answering the same thread goes first; this one
+	// waits its turn and says so.
+	opts := graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamUpdates}, Busy: graph.BusyWait,
+		OnBusy: func(*checkpoint.BusyError) { fmt.Fprintf(os.Stderr, "thread %s is busy; waiting…\n", thread) }}
 	for ev, err := range g.Stream(ctx, in, opts) {
 		if err != nil {
 			return err

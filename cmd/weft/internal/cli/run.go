@@ -17,6 +17,7 @@ import (
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
+	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	"github.com/weftlabs/weft/graph"
@@ -166,6 +167,16 @@ func run(ctx context.Context, c runConfig) (err error) {
 		return err
 	}
 	defer func() { err = onInterrupt(ctx, err, continueHint(e.Name, thread, c.thread.db)) }()
+	// The whole turn owns the thread, waiting for a run in another
+	// process to finish with it: two turns never interleave.
+	lease, err := db.Saver.Acquire(ctx, thread, checkpoint.LeaseOptions{Wait: true, OnWait: func(*checkpoint.BusyError) {
+		fmt.Fprintf(c.info, "thread %s is busy; waiting…\n", thread)
+	}})
+	if err != nil {
+		return fmt.Errorf("thread %s: %w", thread, err)
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+	ctx = checkpoint.WithLease(ctx, lease)
 	p := &printer{out: c.out, info: c.info, json: c.mode == react.JSONFormat}
 	// The agent packages answer (router.Answer); the command only shows
 	// what happens.

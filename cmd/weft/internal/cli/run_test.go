@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
@@ -425,5 +426,35 @@ func TestRunTravelGreetingIsPlainChat(t *testing.T) {
 	}
 	if out != "안녕하세요! 어디로 떠나세요?\n" || !strings.Contains(info, "plain chat") || strings.Contains(info, "→") {
 		t.Errorf("stdout = %q, stderr = %q; want a plain chat reply without tool calls", out, info)
+	}
+}
+
+// A turn on a thread another process is running waits its turn, and says
+// so on stderr, instead of interleaving with it.
+func TestRunWaitsForBusyThread(t *testing.T) {
+	db := runEnv(t)
+	saver, err := dburl.Open(t.Context(), db, dburl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saver.Close()
+	// Another process's run holds the thread and then dies: its lease,
+	// not renewed, expires after 3 s.
+	if err := saver.Saver.Driver().AcquireLease(t.Context(), "t-busy", checkpoint.LeaseRequest{Owner: "elsewhere", TTL: 3 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+- tool_calls: [{name: route, args: {route: agent}}]
+- content: "네, 말씀하세요."
+`
+	out, info, err := execute(t, "run", "--agent", "career", "--model", writeScript(t, script), "--new-thread", "t-busy", "진로 질문이 있어요")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(info, "thread t-busy is busy; waiting…\n") != 1 {
+		t.Errorf("stderr does not say once that the thread is busy:\n%s", info)
+	}
+	if !strings.Contains(out, "네, 말씀하세요.") {
+		t.Errorf("stdout lacks the answer:\n%s", out)
 	}
 }
