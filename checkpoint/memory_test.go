@@ -474,3 +474,20 @@ func TestMatchMetadata(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLeaseAcquireRelease is what owning a thread adds to a run on
+// the in-memory saver.
+func BenchmarkLeaseAcquireRelease(b *testing.B) {
+	s := checkpoint.NewMemory()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := s.Acquire(ctx, "t", checkpoint.LeaseOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -17,6 +17,10 @@
 // of different threads do not wait for each other. Schema migrations run
 // under an advisory lock too, so several processes may start at once.
 //
+// Runs own their thread through a lease row (weft_thread_leases) whose
+// expiry follows the server's clock, so processes on several machines agree
+// on it; see "Thread ownership" in docs/persistence.md.
+//
 // The storage format, shared with checkpoint/sqlite, is described in
 // docs/persistence.md.
 package postgres
