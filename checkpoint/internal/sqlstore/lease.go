@@ -107,23 +107,17 @@ func (s *Store) RequestLeaseCancel(ctx context.Context, threadID string) (bool, 
 	return n > 0, nil
 }
 
-// fence checks, inside a write transaction, that the lease the context's
-// run holds (checkpoint.FenceOwner) still names it. The row is locked
-// (Dialect.LockRow) until the transaction ends, so a takeover waits for
-// the write to commit instead of slipping in between.
-func (s *Store) fence(ctx context.Context, tx Tx, threadID string) error {
-	owner, ok := checkpoint.FenceOwner(ctx, threadID)
-	if !ok {
-		return nil
-	}
-	var one int64
-	found, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`+s.d.LockRow),
-		[]any{threadID, owner}, &one)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("%w: thread %q is no longer owned by this run; nothing was written", checkpoint.ErrLeaseLost, threadID)
-	}
-	return nil
+// fence returns a WITH clause that names the lease row of the thread ($1)
+// when it still belongs to the owner in parameter ownerParam. A fenced
+// write selects from it in the first query of its transaction, so the
+// check costs no statement of its own; the row is locked (Dialect.LockRow)
+// until the transaction ends, so a takeover waits for the write to commit
+// instead of slipping in between.
+func (s *Store) fence(ownerParam string) string {
+	return `WITH fence AS (SELECT 1 AS f FROM weft_thread_leases WHERE thread_id = $1 AND owner = ` + ownerParam + s.d.LockRow + `) `
+}
+
+// leaseLost is the error of a fenced write whose lease is gone.
+func leaseLost(threadID string) error {
+	return fmt.Errorf("%w: thread %q is no longer owned by this run; nothing was written", checkpoint.ErrLeaseLost, threadID)
 }

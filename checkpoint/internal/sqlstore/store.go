@@ -133,24 +133,34 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	}
 	out := checkpoint.Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}
 	err = s.db.Write(ctx, []string{cfg.ThreadID}, func(tx Tx) error {
-		if err := s.fence(ctx, tx, cfg.ThreadID); err != nil {
-			return err
-		}
 		p := &putter{s: s, tx: tx, ctx: ctx, thread: cfg.ThreadID, ns: cfg.Namespace, id: cp.ID}
 		// Blob references are inherited from the parent, and kept from an
 		// earlier Put of the same checkpoint id, for unchanged versions.
+		// A fenced write checks its lease in the same query (see fence).
 		parentRefs, ownRefs := map[string]ref{}, map[string]ref{}
-		rows, err := tx.Query(ctx, s.d.q(`SELECT checkpoint_id, refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`),
-			cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID)
+		query := `SELECT 0, checkpoint_id, refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`
+		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID}
+		owner, fenced := checkpoint.FenceOwner(ctx, cfg.ThreadID)
+		if fenced {
+			query = s.fence("$5") + query + ` UNION ALL SELECT 1, '', NULL FROM fence`
+			args = append(args, owner)
+		}
+		held := false
+		rows, err := tx.Query(ctx, s.d.q(query), args...)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
+			var lease int64
 			var id string
 			var raw []byte
-			if err := rows.Scan(&id, &raw); err != nil {
+			if err := rows.Scan(&lease, &id, &raw); err != nil {
 				rows.Close()
 				return err
+			}
+			if lease == 1 {
+				held = true
+				continue
 			}
 			m := parentRefs
 			if id == cp.ID {
@@ -164,6 +174,9 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
+		}
+		if fenced && !held {
+			return leaseLost(cfg.ThreadID)
 		}
 		if err := p.loadTaken(blobs); err != nil {
 			return err
@@ -509,14 +522,27 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND level = $5
 // PutWrites implements checkpoint.Driver.
 func (s *Store) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID string, writes []checkpoint.PendingWrite) error {
 	return s.db.Write(ctx, []string{cfg.ThreadID}, func(tx Tx) error {
-		if err := s.fence(ctx, tx, cfg.ThreadID); err != nil {
-			return err
-		}
-		var one int64
-		hasRegular, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoint_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0 LIMIT 1`),
-			[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID}, &one)
-		if err != nil {
-			return err
+		var hasRegular bool
+		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID}
+		if owner, fenced := checkpoint.FenceOwner(ctx, cfg.ThreadID); fenced {
+			// The lease check rides on the same query (see fence).
+			var held, regular int64
+			if _, err := queryRow(ctx, tx, s.d.q(s.fence("$5")+`SELECT (SELECT COUNT(*) FROM fence), CASE WHEN EXISTS (SELECT 1 FROM weft_checkpoint_writes
+WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0) THEN 1 ELSE 0 END`), append(args, owner), &held, &regular); err != nil {
+				return err
+			}
+			if held == 0 {
+				return leaseLost(cfg.ThreadID)
+			}
+			hasRegular = regular == 1
+		} else {
+			var one int64
+			var err error
+			hasRegular, err = queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoint_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0 LIMIT 1`),
+				args, &one)
+			if err != nil {
+				return err
+			}
 		}
 		insert := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO `)
