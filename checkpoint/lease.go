@@ -370,8 +370,10 @@ func (l *Lease) heartbeat(acquired time.Time) {
 	}
 }
 
-// Release stops renewing and gives the thread up. It is safe to call more
-// than once; later writes fenced by the lease fail with ErrLeaseLost.
+// Release stops renewing and gives the thread up, waiting at most the
+// lease's TTL for the store (an unreleased lease expires by then). It is
+// safe to call more than once; later writes fenced by the lease fail with
+// ErrLeaseLost.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
@@ -385,6 +387,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	close(l.stop)
 	<-l.stopped
+	// Bounded by the TTL: past it the lease is gone anyway.
+	ctx, cancel := context.WithTimeout(ctx, l.ttl)
+	defer cancel()
 	err := l.s.d.ReleaseLease(ctx, l.thread, l.owner)
 	l.s.waiters.wake(l.thread)
 	return err

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
 )
-
-// releaseTimeout bounds giving a thread up at the end of a run.
-const releaseTimeout = 5 * time.Second
 
 // ownThread makes the run the owner of its thread for its length: it takes
 // the thread's lease (or uses RunOptions.Lease, or the lease of ctx
@@ -67,10 +63,9 @@ func (g *Graph) ownThread(ctx context.Context, o RunOptions) (context.Context, f
 		cancel(nil)
 		lerr := l.Err()
 		if !held {
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			// A failed release leaves the lease to expire: nothing is lost.
-			_ = l.Release(rctx)
-			rcancel()
+			// Release bounds its own wait.
+			_ = l.Release(context.WithoutCancel(ctx))
 		}
 		// A run that lost its thread reports it even when it got to the end:
 		// some of its writes may have been refused. A cancel request that
