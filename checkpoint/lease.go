@@ -266,24 +266,33 @@ type Lease struct {
 	owner  string
 	runID  string
 	ttl    time.Duration
+	every  time.Duration
 
-	mu   sync.Mutex
-	err  error // why done closed
-	done chan struct{}
+	// ctx is cancelled, with err as its cause, when the lease ends.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu  sync.Mutex
+	err error // why ctx ended
 	// lostErr is set when the lease is known lost; writes are then
 	// refused without asking the store.
 	lostErr  error
 	released bool
-	stop     chan struct{}
-	stopped  chan struct{}
+	// timer fires the next renewal; deadline is when the lease expires
+	// unless renewed, by this process's clock.
+	timer    *time.Timer
+	deadline time.Time
 }
 
 func (s *Saver) newLease(thread string, opts LeaseOptions, acquired time.Time) *Lease {
-	l := &Lease{
-		s: s, thread: thread, owner: opts.Owner, runID: opts.RunID, ttl: opts.TTL,
-		done: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{}),
-	}
-	go l.heartbeat(acquired)
+	l := &Lease{s: s, thread: thread, owner: opts.Owner, runID: opts.RunID, ttl: opts.TTL, every: max(opts.TTL/3, time.Millisecond)}
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	l.mu.Lock()
+	l.deadline = acquired.Add(l.ttl)
+	// A timer, not a goroutine: a lease that lives shorter than a third
+	// of its TTL (most runs) costs no goroutine at all.
+	l.timer = time.AfterFunc(l.every, l.renew)
+	l.mu.Unlock()
 	return l
 }
 
@@ -296,9 +305,15 @@ func (l *Lease) Owner() string { return l.owner }
 // Saver returns the saver the lease was taken from.
 func (l *Lease) Saver() *Saver { return l.s }
 
-// Done is closed when the lease is lost (Err wraps ErrLeaseLost) or its
-// holder is asked to stop (Err wraps ErrCancelRequested).
-func (l *Lease) Done() <-chan struct{} { return l.done }
+// Done is closed when the lease ends: it was lost (Err wraps
+// ErrLeaseLost), its holder was asked to stop (Err wraps
+// ErrCancelRequested), or it was released.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Context returns a context that is cancelled when Done closes, with Err
+// as its cause: to stop work that must not outlive the lease
+// (context.AfterFunc).
+func (l *Lease) Context() context.Context { return l.ctx }
 
 // Err returns why Done closed, or nil while it is open.
 func (l *Lease) Err() error {
@@ -313,67 +328,68 @@ func (l *Lease) lost() error {
 	return l.lostErr
 }
 
-// signal closes done with err, once.
-func (l *Lease) signal(err error, lost bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// signal ends the lease's context with err; a loss replaces a cancel
+// request as the reason. l.mu must be held.
+func (l *Lease) signalLocked(err error, lost bool) {
 	if lost && l.lostErr == nil {
 		l.lostErr = err
 	}
 	if l.err == nil || (lost && !errors.Is(l.err, ErrLeaseLost)) {
-		if l.err == nil {
-			close(l.done)
-		}
 		l.err = err
+		l.cancel(err)
 	}
 }
 
 // markLost records that a fenced write was refused with err, which wraps
 // ErrLeaseLost.
-func (l *Lease) markLost(err error) { l.signal(err, true) }
+func (l *Lease) markLost(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.signalLocked(err, true)
+}
 
-// heartbeat renews the lease every TTL/3. A renewal that fails for a
-// reason other than loss is retried; once the lease's expiry passes
-// without a successful renewal, it is counted lost.
-func (l *Lease) heartbeat(acquired time.Time) {
-	defer close(l.stopped)
-	every := max(l.ttl/3, time.Millisecond)
-	deadline := acquired.Add(l.ttl)
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-		}
-		start := time.Now()
-		// A renewal may take until the lease would expire; past that it
-		// is lost anyway.
-		ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Until(deadline)))
-		st, err := l.s.d.RenewLease(ctx, l.thread, l.owner, l.ttl)
-		cancel()
-		switch {
-		case err == nil:
-			deadline = start.Add(l.ttl)
-			if st.CancelRequested {
-				l.signal(fmt.Errorf("%w: thread %q", ErrCancelRequested, l.thread), false)
-			}
-		case errors.Is(err, ErrLeaseLost):
-			l.signal(err, true)
-			return
-		case time.Now().After(deadline):
-			l.signal(fmt.Errorf("%w: thread %q: the lease expired while it could not be renewed: %w", ErrLeaseLost, l.thread, err), true)
-			return
-		}
-		t.Reset(every)
+// renew runs on the timer, every TTL/3. A renewal that fails for a reason
+// other than loss is retried; once the lease's expiry passes without a
+// successful renewal, it is counted lost.
+func (l *Lease) renew() {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return
 	}
+	deadline := l.deadline
+	l.mu.Unlock()
+	start := time.Now()
+	// A renewal may take until the lease would expire; past that it is
+	// lost anyway.
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.every, time.Until(deadline)))
+	st, err := l.s.d.RenewLease(ctx, l.thread, l.owner, l.ttl)
+	cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return
+	}
+	switch {
+	case err == nil:
+		l.deadline = start.Add(l.ttl)
+		if st.CancelRequested {
+			l.signalLocked(fmt.Errorf("%w: thread %q", ErrCancelRequested, l.thread), false)
+		}
+	case errors.Is(err, ErrLeaseLost):
+		l.signalLocked(err, true)
+		return
+	case time.Now().After(deadline):
+		l.signalLocked(fmt.Errorf("%w: thread %q: the lease expired while it could not be renewed: %w", ErrLeaseLost, l.thread, err), true)
+		return
+	}
+	l.timer.Reset(l.every)
 }
 
 // Release stops renewing and gives the thread up, waiting at most the
 // lease's TTL for the store (an unreleased lease expires by then). It is
-// safe to call more than once; later writes fenced by the lease fail with
-// ErrLeaseLost.
+// safe to call more than once; afterwards Err wraps ErrLeaseLost and
+// writes fenced by the lease fail with it.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
@@ -381,12 +397,9 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	l.released = true
-	if l.lostErr == nil {
-		l.lostErr = fmt.Errorf("%w: thread %q: the lease was released", ErrLeaseLost, l.thread)
-	}
+	l.timer.Stop()
+	l.signalLocked(fmt.Errorf("%w: thread %q: the lease was released", ErrLeaseLost, l.thread), true)
 	l.mu.Unlock()
-	close(l.stop)
-	<-l.stopped
 	// Bounded by the TTL: past it the lease is gone anyway.
 	ctx, cancel := context.WithTimeout(ctx, l.ttl)
 	defer cancel()

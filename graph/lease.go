@@ -45,21 +45,14 @@ func (g *Graph) ownThread(ctx context.Context, o RunOptions) (context.Context, f
 		}
 	}
 	ctx, cancel := context.WithCancelCause(checkpoint.WithLease(ctx, l))
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-l.Done():
-			cancel(l.Err())
-		case <-finished:
-		}
-	}()
+	stop := context.AfterFunc(l.Context(), func() { cancel(l.Err()) })
 	ended := false
 	return ctx, func(err error) error {
 		if ended {
 			return err
 		}
 		ended = true
-		close(finished)
+		stop()
 		cancel(nil)
 		lerr := l.Err()
 		if !held {
