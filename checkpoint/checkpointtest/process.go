@@ -262,8 +262,8 @@ func OwnershipAcrossProcesses(t *testing.T, target func(t *testing.T) string, op
 		}
 		CheckTurns(t, Turns.Get(st.Values), ok, failed)
 		secs := time.Duration(last - first).Seconds()
-		t.Logf("%s mode, durability %s: %d runs from %d processes in %.2fs: %d succeeded (%.1f runs/s), %d got ErrThreadBusy",
-			busy, dur, procs*runs, procs, secs, len(ok), float64(len(ok))/secs, len(failed))
+		t.Logf("%s mode, durability %s: %d runs from %d processes answered in %.2fs (%.1f runs/s): %d succeeded (%.1f/s), %d got ErrThreadBusy",
+			busy, dur, procs*runs, procs, secs, float64(procs*runs)/secs, len(ok), float64(len(ok))/secs, len(failed))
 	}
 }
 
