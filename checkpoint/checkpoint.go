@@ -10,6 +10,11 @@
 // implements (the in-memory one here, SQLite and PostgreSQL in subpackages),
 // and [Saver] is the concrete type callers use. The saver validates what it
 // is given before the driver sees it.
+//
+// A run owns its thread through a [Lease] (Saver.Acquire): one writer per
+// thread across goroutines, processes and machines, with every write of
+// the owner fenced by it. See lease.go and "Thread ownership" in
+// docs/persistence.md.
 package checkpoint
 
 import (
