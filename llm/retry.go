@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -32,6 +33,36 @@ type RetryPolicy struct {
 	// Sleep waits for d or until ctx is done. Nil uses a timer; tests
 	// replace it to observe waits without spending them.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnRetry is told of every failed attempt that will be retried, before
+	// the wait: a retry is never silent. Nil logs a warning with
+	// slog.Default naming the error, the attempt and the wait; set
+	// QuietRetries to say nothing.
+	OnRetry func(ctx context.Context, r Retry)
+	// QuietRetries turns off the default warning when OnRetry is nil.
+	QuietRetries bool
+}
+
+// Retry describes one failed attempt that is about to be retried.
+type Retry struct {
+	// Err is the attempt's error: an *APIError names provider and status.
+	Err error
+	// Attempt is the number of the attempt that failed, from 1.
+	Attempt int
+	// MaxAttempts is the number of attempts the policy allows in all.
+	MaxAttempts int
+	// Wait is how long the policy waits before the next attempt.
+	Wait time.Duration
+}
+
+func (p RetryPolicy) told(ctx context.Context, r Retry) {
+	switch {
+	case p.OnRetry != nil:
+		p.OnRetry(ctx, r)
+	case !p.QuietRetries:
+		slog.Default().WarnContext(ctx, "model call failed; retrying",
+			"error", r.Err.Error(), "attempt", r.Attempt, "max_attempts", r.MaxAttempts,
+			"wait", r.Wait.Round(time.Millisecond).String())
+	}
 }
 
 func (p RetryPolicy) maxRetries() int {
@@ -70,6 +101,7 @@ func (p RetryPolicy) Do(ctx context.Context, attempt func(ctx context.Context) e
 			}
 			return err
 		}
+		p.told(ctx, Retry{Err: err, Attempt: n + 1, MaxAttempts: p.maxRetries() + 1, Wait: wait})
 		sleep := p.Sleep
 		if sleep == nil {
 			sleep = sleepCtx

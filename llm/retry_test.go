@@ -1,9 +1,11 @@
 package llm_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -166,5 +168,44 @@ func TestAPIErrorSentinels(t *testing.T) {
 		if !strings.Contains(err.Error(), fmt.Sprintf("HTTP %d", status)) {
 			t.Errorf("error %q does not name the status", err)
 		}
+	}
+}
+
+// Every retry is told before its wait, with the failed attempt's error, so
+// a slow failing provider is never retried in silence; by default the
+// warning goes to slog.
+func TestRetryIsTold(t *testing.T) {
+	var s sleeps
+	fail := &llm.APIError{Provider: "openai", StatusCode: 500, Message: "boom"}
+	attempt, _ := failing(fail, fail, fail)
+	var told []llm.Retry
+	p := llm.RetryPolicy{Sleep: s.sleep, OnRetry: func(_ context.Context, r llm.Retry) { told = append(told, r) }}
+	if err := p.Do(context.Background(), attempt); err == nil {
+		t.Fatal("Do succeeded, want the third failure")
+	}
+	if len(told) != 2 {
+		t.Fatalf("told %d retries, want 2", len(told))
+	}
+	for i, r := range told {
+		var ae *llm.APIError
+		if r.Attempt != i+1 || r.MaxAttempts != 3 || r.Wait <= 0 || !errors.As(r.Err, &ae) || ae.StatusCode != 500 {
+			t.Errorf("retry %d = %+v", i, r)
+		}
+	}
+
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	attempt, _ = failing(fail, fail, fail)
+	_ = llm.RetryPolicy{Sleep: s.sleep}.Do(context.Background(), attempt)
+	if got := strings.Count(buf.String(), "retrying"); got != 2 || !strings.Contains(buf.String(), "boom") {
+		t.Errorf("default policy logged %d retries, want 2 naming the cause:\n%s", got, buf.String())
+	}
+	buf.Reset()
+	attempt, _ = failing(fail, fail, fail)
+	_ = llm.RetryPolicy{Sleep: s.sleep, QuietRetries: true}.Do(context.Background(), attempt)
+	if buf.Len() != 0 {
+		t.Errorf("QuietRetries logged:\n%s", buf.String())
 	}
 }
