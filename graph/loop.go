@@ -86,6 +86,17 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 	return out, err
 }
 
+// onlyStart reports whether a step runs nothing but START's input task,
+// which has no side effects of its own.
+func onlyStart(tasks []*task) bool {
+	for _, t := range tasks {
+		if t.name != START {
+			return false
+		}
+	}
+	return true
+}
+
 // stoppedMidRun reports whether the loaded checkpoint has tasks left to run:
 // the last run on it stopped at an interrupt or an error.
 func (r *run) stoppedMidRun() bool {
@@ -124,6 +135,15 @@ func (r *run) loop(ctx context.Context) (outcome, []*task, error) {
 		if r.shouldInterrupt(r.before, tasks) {
 			r.emitStaticInterrupt()
 			return outcome{state: r.output(nil), interrupted: true}, nil, nil
+		}
+		// The first step of a root run waits for the checkpoints queued so
+		// far (its input): a store that cannot be written fails the run
+		// before any node acts (a tool that books, say), not after.
+		if !r.sub && !r.inputFlushed && !onlyStart(tasks) {
+			r.inputFlushed = true
+			if perr := r.persist.flush(); perr != nil {
+				return outcome{}, nil, fmt.Errorf("graph: saving checkpoint: %w", perr)
+			}
 		}
 		r.emitTaskStarts(tasks)
 		if err := r.runTasks(ctx, tasks); err != nil {

@@ -97,6 +97,9 @@ type persister struct {
 type persistCall struct {
 	op string
 	f  func(context.Context) error
+	// flushed, when set, marks a call that only reports that every write
+	// queued before it has been made.
+	flushed chan struct{}
 }
 
 func newPersister(ctx context.Context, async bool, timeout time.Duration) *persister {
@@ -131,6 +134,10 @@ func newPersister(ctx context.Context, async bool, timeout time.Duration) *persi
 		go func() {
 			defer close(p.done)
 			for c := range p.ch {
+				if c.flushed != nil {
+					close(c.flushed)
+					continue
+				}
 				if p.failed() != nil {
 					continue
 				}
@@ -167,7 +174,7 @@ func (p *persister) do(op string, f func(context.Context) error) error {
 		p.sendMu.RLock()
 		defer p.sendMu.RUnlock()
 		if !p.closed {
-			p.ch <- persistCall{op, f}
+			p.ch <- persistCall{op: op, f: f}
 		}
 		return nil
 	}
@@ -177,9 +184,27 @@ func (p *persister) do(op string, f func(context.Context) error) error {
 	if closed {
 		return nil
 	}
-	err := p.call(persistCall{op, f})
+	err := p.call(persistCall{op: op, f: f})
 	p.record(err)
 	return err
+}
+
+// flush waits until every write queued so far has been made, and returns
+// the first failure. Sync durability has nothing queued.
+func (p *persister) flush() error {
+	if p.async {
+		done := make(chan struct{})
+		p.sendMu.RLock()
+		closed := p.closed
+		if !closed {
+			p.ch <- persistCall{flushed: done}
+		}
+		p.sendMu.RUnlock()
+		if !closed {
+			<-done
+		}
+	}
+	return p.failed()
 }
 
 // close waits for queued writes and returns the first error. It may be

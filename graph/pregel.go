@@ -70,6 +70,9 @@ type run struct {
 	persist *persister
 	// stopped is set when the consumer of a stream stopped reading.
 	stopped bool
+	// inputFlushed is set once the run waited for its first checkpoints
+	// to be stored, before its first step.
+	inputFlushed bool
 }
 
 // resumeState holds the resume values of one invocation, shared by the

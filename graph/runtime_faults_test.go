@@ -451,3 +451,20 @@ func TestNodeCacheErrorsAreReported(t *testing.T) {
 		t.Fatalf("Invoke = %v, want the node's cache key error", err)
 	}
 }
+
+// Under the default async durability a run whose input checkpoint cannot be
+// stored fails before its first node runs: a node with side effects (a
+// booking tool) never acts on a run that could not be saved.
+func TestAsyncInputSaveFailureRunsNoNode(t *testing.T) {
+	for _, failStep := range []int{-1, 0} {
+		d := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), failPut: func(m checkpoint.Metadata) bool { return m.Step == failStep }}
+		g, ran := threeSteps(t, d, graph.CompileOptions{})
+		_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t"})
+		if !errors.Is(err, errDiskFull) {
+			t.Fatalf("step %d: Invoke = %v, want the save error (%v)", failStep, err, errDiskFull)
+		}
+		if len(*ran) != 0 {
+			t.Fatalf("step %d: nodes ran (%v) although the input checkpoint was not stored", failStep, *ran)
+		}
+	}
+}
