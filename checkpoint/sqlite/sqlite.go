@@ -106,7 +106,7 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 	// once instead of waiting.
 	db, err := sqlitefile.Open(ctx, path+"?"+q.Encode(), opts.BusyTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, sqlitefile.ExplainUnwritable(path, err))
 	}
 	// Keep connections open: a new one runs the pragmas again.
 	db.SetMaxIdleConns(8)
@@ -115,12 +115,12 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 	d.Store = sqlstore.New(&sqlDB{db: db, wlock: make(chan struct{}, 1)}, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, sqlitefile.ExplainUnwritable(path, err))
 	}
 	if !opts.SkipMigrate {
 		if err := d.Migrate(ctx); err != nil {
 			db.Close()
-			return nil, err
+			return nil, sqlitefile.ExplainUnwritable(path, err)
 		}
 	}
 	return d, nil

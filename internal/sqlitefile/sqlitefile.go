@@ -7,6 +7,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -108,4 +111,38 @@ func RetryBusy(ctx context.Context, wait time.Duration, fn func() error) error {
 func IsBusy(err error) bool {
 	var e *sqlite.Error
 	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// ExplainUnwritable adds to err, when it is SQLite's "read-only", "cannot
+// open" or "disk full" error, what made the database at path unwritable:
+// the file itself, or its directory, where SQLite must create the -wal and
+// -shm files beside it. Any other error is returned as it is. It probes the
+// file system only on that failure path.
+func ExplainUnwritable(path string, err error) error {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	dir := filepath.Dir(path)
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w (the disk holding %s is full)", err, dir)
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
+	default:
+		return err
+	}
+	if f, ferr := os.OpenFile(path, os.O_WRONLY, 0); ferr != nil {
+		if errors.Is(ferr, fs.ErrPermission) {
+			return fmt.Errorf("%w (the file %s is read-only)", err, path)
+		}
+	} else {
+		f.Close()
+	}
+	probe, perr := os.CreateTemp(dir, ".weft-write-probe-*")
+	if perr != nil {
+		return fmt.Errorf("%w (the directory %s is not writable: SQLite creates %s-wal and %s-shm there)", err, dir, filepath.Base(path), filepath.Base(path))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return err
 }
