@@ -124,6 +124,9 @@ func ExplainUnwritable(path string, err error) error {
 		return err
 	}
 	dir := filepath.Dir(path)
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		dir = abs
+	}
 	switch e.Code() & 0xff {
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("%w (the disk holding %s is full)", err, dir)
