@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -97,6 +98,9 @@ type threadView struct {
 	Summary string                     `json:"summary"`
 	Values  map[string]json.RawMessage `json:"values,omitempty"`
 }
+
+// timeLayout is how the threads commands print a checkpoint's time.
+const timeLayout = "2006-01-02 15:04:05"
 
 // bounded is ctx with the CLI's bound on database reads.
 func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -230,14 +234,7 @@ func summaryOf(values map[string]json.RawMessage) string {
 			}
 		}
 	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range values {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
 		var s string
 		if json.Unmarshal(values[k], &s) == nil && s != "" {
 			return clip(s, 60)
@@ -324,7 +321,7 @@ func newThreadsListCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "THREAD\tUPDATED\tGRAPH\tSTATUS\tLAST MESSAGE")
 			for _, v := range views {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.ThreadID, v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), cmp.Or(v.Graph, "?"), v.status(), v.Summary)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.ThreadID, v.UpdatedAt.Local().Format(timeLayout), cmp.Or(v.Graph, "?"), v.status(), v.Summary)
 			}
 			return tw.Flush()
 		},
@@ -380,7 +377,7 @@ func threadArgs(least, most int) cobra.PositionalArgs {
 func (t *threadsDB) printView(w io.Writer, v threadView) error {
 	fmt.Fprintf(w, "thread      %s\n", v.ThreadID)
 	fmt.Fprintf(w, "graph       %s\n", cmp.Or(v.Graph, "unknown: no example graph has this thread's channels and nodes"))
-	fmt.Fprintf(w, "updated     %s (step %d, %s, checkpoint %s)\n", v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), v.Step, v.Source, v.CheckpointID)
+	fmt.Fprintf(w, "updated     %s (step %d, %s, checkpoint %s)\n", v.UpdatedAt.Local().Format(timeLayout), v.Step, v.Source, v.CheckpointID)
 	if v.Graph != "" {
 		fmt.Fprintf(w, "next        %s\n", cmp.Or(strings.Join(v.Next, ", "), "nothing: the run finished"))
 	}
@@ -510,7 +507,7 @@ func newThreadsHistoryCmd() *cobra.Command {
 				if len(v.Interrupts) > 0 {
 					next += " (waiting for an answer)"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", v.Step, v.Source, v.UpdatedAt.Local().Format("2006-01-02 15:04:05"), cmp.Or(next, "-"), len(messagesOf(v.Values)), v.CheckpointID)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", v.Step, v.Source, v.UpdatedAt.Local().Format(timeLayout), cmp.Or(next, "-"), len(messagesOf(v.Values)), v.CheckpointID)
 			}
 			return tw.Flush()
 		},
