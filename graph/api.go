@@ -15,8 +15,10 @@ import (
 // Resume(v) to answer an interrupt, or the zero Update to continue from the
 // thread's checkpoint. When the run stopped for a human, the returned
 // state's Interrupts say why.
-func (g *Graph) Invoke(ctx context.Context, in Update, opts ...RunOptions) (State, error) {
-	o, err := oneRunOpt(opts)
+//
+// opts may be nil for the defaults (a graph without a checkpointer).
+func (g *Graph) Invoke(ctx context.Context, in Update, opts *RunOptions) (State, error) {
+	o, err := deref(opts).withDefaults()
 	if err != nil {
 		return State{}, err
 	}
@@ -41,9 +43,9 @@ func (g *Graph) Invoke(ctx context.Context, in Update, opts ...RunOptions) (Stat
 // in the modes RunOptions.StreamModes selects (default: updates). An error
 // ends the stream as its last item. Stopping the iteration early cancels
 // the run.
-func (g *Graph) Stream(ctx context.Context, in Update, opts ...RunOptions) iter.Seq2[Event, error] {
+func (g *Graph) Stream(ctx context.Context, in Update, opts *RunOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		o, err := oneRunOpt(opts)
+		o, err := deref(opts).withDefaults()
 		if err != nil {
 			yield(Event{}, err)
 			return
@@ -147,14 +149,11 @@ type StateOptions struct {
 // GetState returns the state at a checkpoint: cfg.CheckpointID, or the
 // thread's latest. For the latest, the writes of tasks that succeeded in a
 // step that did not finish are shown applied.
-func (g *Graph) GetState(ctx context.Context, cfg checkpoint.Config, opts ...StateOptions) (StateSnapshot, error) {
+func (g *Graph) GetState(ctx context.Context, cfg checkpoint.Config, opts *StateOptions) (StateSnapshot, error) {
 	if g.saver == nil {
 		return StateSnapshot{}, fmt.Errorf("%w: GetState reads checkpoints: compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer)
 	}
-	var so StateOptions
-	if len(opts) > 0 {
-		so = opts[0]
-	}
+	so := deref(opts)
 	r, err := g.newRun(RunOptions{ThreadID: cfg.ThreadID, RecursionLimit: DefaultRecursionLimit})
 	if err != nil {
 		return StateSnapshot{}, err
@@ -193,7 +192,7 @@ func (r *run) describe(ctx context.Context, applyPending bool, so StateOptions) 
 				cp.saver = r.saver
 				s = &cp
 			}
-			st, err := s.GetState(ctx, checkpoint.Config{ThreadID: r.opts.ThreadID, Namespace: t.ns}, so)
+			st, err := s.GetState(ctx, checkpoint.Config{ThreadID: r.opts.ThreadID, Namespace: t.ns}, &so)
 			if err != nil {
 				return StateSnapshot{}, err
 			}
@@ -226,16 +225,13 @@ type HistoryOptions struct {
 }
 
 // GetStateHistory yields a thread's snapshots, newest first.
-func (g *Graph) GetStateHistory(ctx context.Context, threadID string, opts ...HistoryOptions) iter.Seq2[StateSnapshot, error] {
+func (g *Graph) GetStateHistory(ctx context.Context, threadID string, opts *HistoryOptions) iter.Seq2[StateSnapshot, error] {
 	return func(yield func(StateSnapshot, error) bool) {
 		if g.saver == nil {
 			yield(StateSnapshot{}, fmt.Errorf("%w: GetStateHistory reads checkpoints: compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer))
 			return
 		}
-		var ho HistoryOptions
-		if len(opts) > 0 {
-			ho = opts[0]
-		}
+		ho := deref(opts)
 		root := ""
 		list := func(ctx context.Context) iter.Seq2[*checkpoint.Tuple, error] {
 			return g.saver.List(ctx, threadID, checkpoint.ListOptions{Namespace: &root, Before: ho.Before, Limit: ho.Limit, Filter: ho.Filter})

@@ -27,15 +27,15 @@ type apiQuestion struct {
 func apiGraph(t *testing.T, deferred *int, saver *checkpoint.Saver) (*graph.Graph, *graph.ValueChannel[string]) {
 	t.Helper()
 	out := graph.Value[string]("out")
-	g, err := graph.New(out).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(out).AddNode(
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			defer func() { *deferred++ }()
 			d := graph.Ask[apiDecision](ctx, apiQuestion{"go?"})
 			graph.Emit(ctx, d)
 			return out.Write(d.Note), nil
-		}).
-		AddEdge(graph.START, "ask").
-		Compile(graph.CompileOptions{Checkpointer: saver})
+		}, nil).
+		AddEdge(graph.START, "ask").Compile(&graph.CompileOptions{Checkpointer: saver})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestAskStopsAndResumes(t *testing.T) {
 	deferred := 0
 	g, out := apiGraph(t, &deferred, checkpoint.NewMemory())
 
-	st, err := g.Invoke(ctx, out.Write("in"), graph.RunOptions{ThreadID: "1"})
+	st, err := g.Invoke(ctx, out.Write("in"), &graph.RunOptions{ThreadID: "1"})
 	if err != nil {
 		t.Fatalf("Invoke: %v", err)
 	}
@@ -59,7 +59,7 @@ func TestAskStopsAndResumes(t *testing.T) {
 	}
 	// Read back from the checkpoint the value is JSON; InterruptValue
 	// decodes it all the same.
-	snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "1"})
+	snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestAskStopsAndResumes(t *testing.T) {
 
 	var custom []apiDecision
 	var updates []string
-	for ev, err := range g.Stream(ctx, graph.Resume(apiDecision{true, "yes"}), graph.RunOptions{
+	for ev, err := range g.Stream(ctx, graph.Resume(apiDecision{true, "yes"}), &graph.RunOptions{
 		ThreadID: "1", StreamModes: []graph.StreamMode{graph.StreamCustom, graph.StreamUpdates},
 	}) {
 		if err != nil {
@@ -98,7 +98,7 @@ func TestAskFailuresAreNodeErrors(t *testing.T) {
 	ctx := context.Background()
 	deferred := 0
 	g, out := apiGraph(t, &deferred, nil)
-	_, err := g.Invoke(ctx, out.Write("in"))
+	_, err := g.Invoke(ctx, out.Write("in"), nil)
 	var ne *graph.NodeError
 	if !errors.Is(err, graph.ErrNoCheckpointer) || !errors.As(err, &ne) || ne.Node != "ask" {
 		t.Errorf("Ask without a checkpointer: err = %v, want a NodeError of ask wrapping ErrNoCheckpointer", err)
@@ -109,10 +109,10 @@ func TestAskFailuresAreNodeErrors(t *testing.T) {
 	}
 
 	g, out = apiGraph(t, &deferred, checkpoint.NewMemory())
-	if _, err := g.Invoke(ctx, out.Write("in"), graph.RunOptions{ThreadID: "1"}); err != nil {
+	if _, err := g.Invoke(ctx, out.Write("in"), &graph.RunOptions{ThreadID: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Invoke(ctx, graph.Resume("not a decision"), graph.RunOptions{ThreadID: "1"}); !errors.Is(err, graph.ErrInvalidInput) || !errors.As(err, &ne) {
+	if _, err := g.Invoke(ctx, graph.Resume("not a decision"), &graph.RunOptions{ThreadID: "1"}); !errors.Is(err, graph.ErrInvalidInput) || !errors.As(err, &ne) {
 		t.Errorf("resume value of the wrong type: err = %v, want a NodeError wrapping ErrInvalidInput", err)
 	}
 }
@@ -120,18 +120,18 @@ func TestAskFailuresAreNodeErrors(t *testing.T) {
 func TestEventAccessorsMatchTheirMode(t *testing.T) {
 	ctx := context.Background()
 	v := graph.Value[int]("v")
-	g, err := graph.New(v).
-		AddNode("inc", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(v).AddNode(
+		"inc", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			graph.Emit(ctx, "hi")
 			return v.Write(v.Get(s) + 1), nil
-		}).
-		AddEdge(graph.START, "inc").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+		}, nil).
+		AddEdge(graph.START, "inc").Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
-	for ev, err := range g.Stream(ctx, v.Write(1), graph.RunOptions{ThreadID: "1", StreamModes: []graph.StreamMode{
+	for ev, err := range g.Stream(ctx, v.Write(1), &graph.RunOptions{ThreadID: "1", StreamModes: []graph.StreamMode{
 		graph.StreamValues, graph.StreamUpdates, graph.StreamCustom, graph.StreamTasks, graph.StreamCheckpoints, graph.StreamDebug,
 	}}) {
 		if err != nil {

@@ -17,7 +17,9 @@ func TestSubgraphOfEndedAttemptWritesNothing(t *testing.T) {
 	saver := checkpoint.NewMemory()
 	g, err := New(V).AddNode("inner", func(ctx context.Context, s State) (Update, error) {
 		return V.Write("late"), nil
-	}).AddEdge(START, "inner").Compile(CompileOptions{Checkpointer: saver})
+	}, nil).
+		AddEdge(START, "inner").Compile(&CompileOptions{Checkpointer: saver})
+
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,34 +157,35 @@ func (b *Builder) addNode(spec *nodeSpec) *Builder {
 	return b
 }
 
-// AddNode adds a node. At most one NodeOptions may be given.
-func (b *Builder) AddNode(name string, fn NodeFunc, opts ...NodeOptions) *Builder {
+// AddNode adds a node; opts may be nil for the defaults.
+func (b *Builder) AddNode(name string, fn NodeFunc, opts *NodeOptions) *Builder {
 	if fn == nil {
 		b.errorf("node %q has a nil function", name)
 		return b
 	}
-	return b.addNode(&nodeSpec{name: name, fn: fn, opts: oneOpt(b, name, opts)})
+	return b.addNode(&nodeSpec{name: name, fn: fn, opts: deref(opts)})
 }
 
 // AddSubgraph adds a compiled graph as a node. It reads the parent's state
 // for the channels it shares with the parent and writes its output channels
 // back; it keeps its own checkpoints in a namespace of the parent's thread.
-func (b *Builder) AddSubgraph(name string, g *Graph, opts ...NodeOptions) *Builder {
+// opts may be nil for the defaults.
+func (b *Builder) AddSubgraph(name string, g *Graph, opts *NodeOptions) *Builder {
 	if g == nil {
 		b.errorf("subgraph %q is nil", name)
 		return b
 	}
-	return b.addNode(&nodeSpec{name: name, sub: g, opts: oneOpt(b, name, opts)})
+	return b.addNode(&nodeSpec{name: name, sub: g, opts: deref(opts)})
 }
 
-func oneOpt(b *Builder, name string, opts []NodeOptions) NodeOptions {
-	if len(opts) > 1 {
-		b.errorf("node %q was given %d NodeOptions; pass at most one", name, len(opts))
+// deref returns *p, or the zero options when p is nil: every options
+// parameter of the package is a pointer, nil meaning the defaults.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	if len(opts) == 0 {
-		return NodeOptions{}
-	}
-	return opts[0]
+	return *p
 }
 
 // AddEdge makes to run in the step after from.
@@ -218,8 +219,9 @@ func (b *Builder) AddJoin(from []string, to string) *Builder {
 	return b
 }
 
-// AddConditionalEdges routes from a node to the nodes router picks.
-func (b *Builder) AddConditionalEdges(from string, router Router, opts ...BranchOptions) *Builder {
+// AddConditionalEdges routes from a node to the nodes router picks; opts
+// may be nil for the defaults.
+func (b *Builder) AddConditionalEdges(from string, router Router, opts *BranchOptions) *Builder {
 	if router == nil {
 		b.errorf("conditional edges from %q have a nil router", from)
 		return b
@@ -227,13 +229,7 @@ func (b *Builder) AddConditionalEdges(from string, router Router, opts ...Branch
 	if from == END {
 		b.errorf("conditional edges cannot leave END")
 	}
-	br := &branchSpec{from: from, router: router}
-	if len(opts) > 1 {
-		b.errorf("conditional edges from %q were given %d BranchOptions; pass at most one", from, len(opts))
-	}
-	if len(opts) > 0 {
-		br.pathMap = opts[0].PathMap
-	}
+	br := &branchSpec{from: from, router: router, pathMap: deref(opts).PathMap}
 	b.branches = append(b.branches, br)
 	return b
 }
@@ -241,7 +237,7 @@ func (b *Builder) AddConditionalEdges(from string, router Router, opts ...Branch
 // AddSequence adds nodes that run one after another, chained with edges.
 func (b *Builder) AddSequence(nodes ...NamedNode) *Builder {
 	for i, n := range nodes {
-		b.AddNode(n.Name, n.Fn)
+		b.AddNode(n.Name, n.Fn, nil)
 		if i > 0 {
 			b.AddEdge(nodes[i-1].Name, n.Name)
 		}
@@ -304,14 +300,9 @@ type CompileOptions struct {
 const All = "*"
 
 // Compile checks the graph and returns a runnable Graph. Every problem found
-// is reported in one error.
-func (b *Builder) Compile(opts ...CompileOptions) (*Graph, error) {
-	var co CompileOptions
-	if len(opts) > 1 {
-		b.errorf("Compile was given %d CompileOptions; pass at most one", len(opts))
-	} else if len(opts) == 1 {
-		co = opts[0]
-	}
+// is reported in one error. opts may be nil for the defaults.
+func (b *Builder) Compile(opts *CompileOptions) (*Graph, error) {
+	co := deref(opts)
 	errs := slices.Clone(b.errs)
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidGraph}, args...)...))

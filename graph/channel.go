@@ -264,13 +264,10 @@ type TopicOptions struct {
 	Accumulate bool
 }
 
-// Topic declares a channel of values published by nodes.
-func Topic[T any](name string, opts ...TopicOptions) *TopicChannel[T] {
-	c := &TopicChannel[T]{name: name}
-	for _, o := range opts {
-		c.accumulate = o.Accumulate
-	}
-	return c
+// Topic declares a channel of values published by nodes; opts may be nil
+// for the defaults.
+func Topic[T any](name string, opts *TopicOptions) *TopicChannel[T] {
+	return &TopicChannel[T]{name: name, accumulate: deref(opts).Accumulate}
 }
 
 // Name implements Channel.

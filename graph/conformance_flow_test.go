@@ -51,7 +51,7 @@ func flowSend(node string, item int) graph.Send {
 
 func flowCompile(t *testing.T, b *graph.Builder, opts ...graph.CompileOptions) *graph.Graph {
 	t.Helper()
-	g, err := b.Compile(opts...)
+	g, err := b.Compile(opt(opts))
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -60,7 +60,7 @@ func flowCompile(t *testing.T, b *graph.Builder, opts ...graph.CompileOptions) *
 
 func flowRun(t *testing.T, g *graph.Graph, in graph.Update, opts ...graph.RunOptions) graph.State {
 	t.Helper()
-	s, err := g.Invoke(context.Background(), in, opts...)
+	s, err := g.Invoke(context.Background(), in, opt(opts))
 	if err != nil {
 		t.Fatalf("Invoke: %v", err)
 	}
@@ -78,7 +78,7 @@ func flowDiff(t *testing.T, what string, want, got any) {
 func flowUpdates(t *testing.T, g *graph.Graph, in graph.Update) []graph.NodeUpdate {
 	t.Helper()
 	var out []graph.NodeUpdate
-	for ev, err := range g.Stream(context.Background(), in, graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamUpdates}}) {
+	for ev, err := range g.Stream(context.Background(), in, &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamUpdates}}) {
 		if err != nil {
 			t.Fatalf("Stream: %v", err)
 		}
@@ -123,12 +123,14 @@ func TestFlowSuperstepVisibility(t *testing.T) {
 			return flowTrail.Write([]string{name + " saw x=" + x.Get(s) + " trail=" + strings.Join(flowTrail.Get(s), ",")}), nil
 		}
 	}
-	g := flowCompile(t, graph.New(x, flowTrail).
-		AddNode("writer", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(x, flowTrail).AddNode(
+		"writer", func(context.Context, graph.State) (graph.Update, error) {
 			return x.Write("new").And(flowTrail.Write([]string{"w"})), nil
-		}).
-		AddNode("reader", report("reader")).
-		AddNode("after", report("after")).
+		}, nil).AddNode(
+
+		"reader", report("reader"), nil).AddNode(
+
+		"after", report("after"), nil).
 		AddEdge(graph.START, "writer").AddEdge(graph.START, "reader").
 		AddEdge("writer", "after").AddEdge("reader", "after"))
 	s := flowRun(t, g, x.Write("old").And(flowTrail.Write([]string{"in"})))
@@ -158,25 +160,32 @@ func TestFlowConcurrentValueWritesFail(t *testing.T) {
 		build func(after graph.NodeFunc) *graph.Builder
 	}{
 		{"parallel edges", func(after graph.NodeFunc) *graph.Builder {
-			return graph.New(hello).
-				AddNode("a", flowNoop).AddNode("b", say("b")).AddNode("c", say("c")).AddNode("d", after).
+			return graph.New(hello).AddNode(
+				"a", flowNoop, nil).AddNode(
+				"b", say("b"), nil).AddNode(
+				"c", say("c"), nil).AddNode(
+				"d", after, nil).
 				AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("a", "c").
 				AddEdge("b", "d").AddEdge("c", "d")
 		}},
 		{"conditional entry point", func(after graph.NodeFunc) *graph.Builder {
-			return graph.New(hello).
-				AddNode("b", say("b")).AddNode("c", say("c")).AddNode("d", after).
-				AddConditionalEdges(graph.START, func(context.Context, graph.State) (graph.Route, error) {
+			return graph.New(hello).AddNode(
+				"b", say("b"), nil).AddNode(
+				"c", say("c"), nil).AddNode(
+				"d", after, nil).AddConditionalEdges(
+
+				graph.START, func(context.Context, graph.State) (graph.Route, error) {
 					return graph.To("b", "c"), nil
-				}).
+				}, nil).
 				AddEdge("b", "d").AddEdge("c", "d")
 		}},
 		{"one node writes twice", func(after graph.NodeFunc) *graph.Builder {
-			return graph.New(hello).
-				AddNode("a", func(context.Context, graph.State) (graph.Update, error) {
+			return graph.New(hello).AddNode(
+				"a", func(context.Context, graph.State) (graph.Update, error) {
 					return hello.Write("x").And(hello.Write("y")), nil
-				}).
-				AddNode("d", after).
+				}, nil).AddNode(
+
+				"d", after, nil).
 				AddEdge(graph.START, "a").AddEdge("a", "d")
 		}},
 	}
@@ -188,7 +197,7 @@ func TestFlowConcurrentValueWritesFail(t *testing.T) {
 				return graph.Update{}, nil
 			}
 			g := flowCompile(t, tc.build(after))
-			_, err := g.Invoke(context.Background(), graph.Input())
+			_, err := g.Invoke(context.Background(), graph.Input(), nil)
 			flowWantErr(t, err, graph.ErrInvalidUpdate, `"hello"`)
 			if ranAfter.Load() {
 				t.Error("the node after the failed step ran")
@@ -200,15 +209,17 @@ func TestFlowConcurrentValueWritesFail(t *testing.T) {
 // Mirrors test_pregel.py::test_invoke_two_processes_two_in_two_out_valid: the
 // same parallel writes to a Topic are all kept, in task-path order.
 func TestFlowTopicCollectsParallelWrites(t *testing.T) {
-	out := graph.Topic[int]("out")
+	out := graph.Topic[int]("out", nil)
 	var seen []int
-	g := flowCompile(t, graph.New(out).
-		AddNode("one", func(context.Context, graph.State) (graph.Update, error) { return out.Write(1), nil }).
-		AddNode("two", func(context.Context, graph.State) (graph.Update, error) { return out.Write(2, 3), nil }).
-		AddNode("sink", func(_ context.Context, s graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(out).AddNode(
+		"one", func(context.Context, graph.State) (graph.Update, error) { return out.Write(1), nil }, nil).AddNode(
+
+		"two", func(context.Context, graph.State) (graph.Update, error) { return out.Write(2, 3), nil }, nil).AddNode(
+
+		"sink", func(_ context.Context, s graph.State) (graph.Update, error) {
 			seen = out.Get(s)
 			return graph.Update{}, nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "two").AddEdge(graph.START, "one").
 		AddJoin([]string{"one", "two"}, "sink"))
 	flowRun(t, g, graph.Input())
@@ -229,25 +240,27 @@ func TestFlowReduceOrderIsNameOrderNotCompletionOrder(t *testing.T) {
 		finished = append(finished, name)
 		mu.Unlock()
 	}
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("zeta", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"zeta", func(context.Context, graph.State) (graph.Update, error) {
 			finish("zeta")
 			close(zetaDone)
 			return flowTrail.Write([]string{"zeta"}), nil
-		}).
-		AddNode("mid", func(context.Context, graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"mid", func(context.Context, graph.State) (graph.Update, error) {
 			<-zetaDone
 			time.Sleep(2 * time.Millisecond)
 			finish("mid")
 			close(midDone)
 			return flowTrail.Write([]string{"mid"}), nil
-		}).
-		AddNode("alpha", func(context.Context, graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"alpha", func(context.Context, graph.State) (graph.Update, error) {
 			<-midDone
 			time.Sleep(2 * time.Millisecond)
 			finish("alpha")
 			return flowTrail.Write([]string{"alpha"}), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "zeta").AddEdge(graph.START, "mid").AddEdge(graph.START, "alpha").
 		AddJoin([]string{"zeta", "mid", "alpha"}, graph.END))
 	s := flowRun(t, g, flowTrail.Write([]string{"in"}))
@@ -271,25 +284,33 @@ func TestFlowReduceOrderSendsByIndex(t *testing.T) {
 		close(done[i])
 		return flowTrail.Write([]string{fmt.Sprintf("work|%d", i)}), nil
 	}
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("fanA", flowSay("fanA")).
-		AddNode("fanB", flowSay("fanB")).
-		AddNode("work", work, graph.NodeOptions{Input: []graph.Channel{flowItem}}).
-		AddNode("solo", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"fanA", flowSay("fanA"), nil).AddNode(
+
+		"fanB", flowSay("fanB"), nil).
+		AddNode(
+
+			"work", work, &graph.NodeOptions{Input: []graph.Channel{flowItem}}).AddNode(
+
+		"solo", func(context.Context, graph.State) (graph.Update, error) {
 			<-done[1]
 			return flowTrail.Write([]string{"solo"}), nil
-		}).
-		AddNode("tail", flowSay("tail")).
-		AddEdge(graph.START, "fanB").AddEdge(graph.START, "fanA").
-		AddConditionalEdges("fanA", func(context.Context, graph.State) (graph.Route, error) {
+		}, nil).AddNode(
+
+		"tail", flowSay("tail"), nil).
+		AddEdge(graph.START, "fanB").AddEdge(graph.START, "fanA").AddConditionalEdges(
+
+		"fanA", func(context.Context, graph.State) (graph.Route, error) {
 			return graph.Sends(flowSend("work", 1), flowSend("work", 2)).And(graph.To("solo")), nil
-		}).
-		AddConditionalEdges("fanB", func(context.Context, graph.State) (graph.Route, error) {
+		}, nil).AddConditionalEdges(
+
+		"fanB", func(context.Context, graph.State) (graph.Route, error) {
 			return graph.Sends(flowSend("work", 3), flowSend("work", 4)), nil
-		}).
-		AddConditionalEdges("work", func(context.Context, graph.State) (graph.Route, error) {
+		}, nil).AddConditionalEdges(
+
+		"work", func(context.Context, graph.State) (graph.Route, error) {
 			return graph.To("tail"), nil
-		}))
+		}, nil))
 	close(done[5])
 	s := flowRun(t, g, flowTrail.Write([]string{"in"}))
 	flowDiff(t, "trail", []string{"in", "fanA", "fanB", "solo", "work|1", "work|2", "work|3", "work|4", "tail"}, flowTrail.Get(s))
@@ -302,11 +323,12 @@ func TestFlowReduceOrderSendsByIndex(t *testing.T) {
 // {"__overwrite__": v} dict form has no weft counterpart in node returns;
 // weft uses it only to store Overwrite in pending writes.)
 func TestFlowOverwriteSequential(t *testing.T) {
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("first", flowSay("first")).
-		AddNode("second", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"first", flowSay("first"), nil).AddNode(
+
+		"second", func(context.Context, graph.State) (graph.Update, error) {
 			return flowTrail.Overwrite([]string{"second"}), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "first").AddEdge("first", "second"))
 	s := flowRun(t, g, flowTrail.Write([]string{"in"}))
 	flowDiff(t, "trail", []string{"second"}, flowTrail.Get(s))
@@ -326,11 +348,14 @@ func TestFlowOverwriteParallel(t *testing.T) {
 					return flowTrail.Write([]string{name}), nil
 				}
 			}
-			g := flowCompile(t, graph.New(flowTrail).
-				AddNode("first", flowSay("first")).
-				AddNode("left", side("left")).
-				AddNode("right", side("right")).
-				AddNode("last", flowSay("last")).
+			g := flowCompile(t, graph.New(flowTrail).AddNode(
+				"first", flowSay("first"), nil).AddNode(
+
+				"left", side("left"), nil).AddNode(
+
+				"right", side("right"), nil).AddNode(
+
+				"last", flowSay("last"), nil).
 				AddEdge(graph.START, "first").
 				AddEdge("first", "left").AddEdge("first", "right").
 				AddEdge("left", "last").AddEdge("right", "last"))
@@ -348,13 +373,15 @@ func TestFlowOverwriteParallelError(t *testing.T) {
 			return flowTrail.Overwrite([]string{name}), nil
 		}
 	}
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("first", flowSay("first")).
-		AddNode("left", over("left")).
-		AddNode("right", over("right")).
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"first", flowSay("first"), nil).AddNode(
+
+		"left", over("left"), nil).AddNode(
+
+		"right", over("right"), nil).
 		AddEdge(graph.START, "first").
 		AddEdge("first", "left").AddEdge("first", "right"))
-	_, err := g.Invoke(context.Background(), flowTrail.Write([]string{"in"}))
+	_, err := g.Invoke(context.Background(), flowTrail.Write([]string{"in"}), nil)
 	flowWantErr(t, err, graph.ErrInvalidUpdate, `"trail"`, "Overwrite")
 }
 
@@ -374,7 +401,7 @@ func TestFlowTopicAccumulate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("accumulate=%v", tc.accumulate), func(t *testing.T) {
-			top := graph.Topic[int]("top", graph.TopicOptions{Accumulate: tc.accumulate})
+			top := graph.Topic[int]("top", &graph.TopicOptions{Accumulate: tc.accumulate})
 			node := func(name string, publish ...int) graph.NodeFunc {
 				return func(_ context.Context, s graph.State) (graph.Update, error) {
 					u := flowTrail.Write([]string{fmt.Sprintf("%s=%v", name, top.Get(s))})
@@ -428,10 +455,11 @@ func TestFlowEphemeralLastsOneStep(t *testing.T) {
 		}
 	})
 	t.Run("two writes in a step", func(t *testing.T) {
-		g := flowCompile(t, graph.New(eph, flowTrail).
-			AddNode("p", node("p", true)).AddNode("q", node("q", true)).
+		g := flowCompile(t, graph.New(eph, flowTrail).AddNode(
+			"p", node("p", true), nil).AddNode(
+			"q", node("q", true), nil).
 			AddEdge(graph.START, "p").AddEdge(graph.START, "q"))
-		_, err := g.Invoke(context.Background(), graph.Input())
+		_, err := g.Invoke(context.Background(), graph.Input(), nil)
 		flowWantErr(t, err, graph.ErrInvalidUpdate, `"eph"`)
 	})
 }
@@ -443,15 +471,19 @@ func TestFlowEphemeralLastsOneStep(t *testing.T) {
 // target once, in the step after the last source finished.
 func TestFlowJoinWaitsForBranchesOfDifferentLengths(t *testing.T) {
 	var answers atomic.Int32
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("rewrite", flowAt("rewrite")).
-		AddNode("analyze", flowAt("analyze")).
-		AddNode("fetchOne", flowAt("fetchOne")).
-		AddNode("fetchTwo", flowAt("fetchTwo")).
-		AddNode("answer", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"rewrite", flowAt("rewrite"), nil).AddNode(
+
+		"analyze", flowAt("analyze"), nil).AddNode(
+
+		"fetchOne", flowAt("fetchOne"), nil).AddNode(
+
+		"fetchTwo", flowAt("fetchTwo"), nil).AddNode(
+
+		"answer", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			answers.Add(1)
 			return flowAt("answer")(ctx, s)
-		}).
+		}, nil).
 		AddEdge(graph.START, "rewrite").
 		AddEdge("rewrite", "analyze").AddEdge("analyze", "fetchOne").
 		AddEdge("rewrite", "fetchTwo").
@@ -470,25 +502,31 @@ func TestFlowJoinWaitsForBranchesOfDifferentLengths(t *testing.T) {
 // waits for both sources again.
 func TestFlowJoinResetsEachRound(t *testing.T) {
 	rounds := graph.Reduce("rounds", func(a, b int) int { return a + b })
-	g := flowCompile(t, graph.New(flowTrail, rounds).
-		AddNode("rewrite", flowSay("rewrite")).
-		AddNode("analyze", flowSay("analyze")).
-		AddNode("fetchOne", flowSay("fetchOne")).
-		AddNode("fetchTwo", flowSay("fetchTwo")).
-		AddNode("decide", func(_ context.Context, s graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail, rounds).AddNode(
+		"rewrite", flowSay("rewrite"), nil).AddNode(
+
+		"analyze", flowSay("analyze"), nil).AddNode(
+
+		"fetchOne", flowSay("fetchOne"), nil).AddNode(
+
+		"fetchTwo", flowSay("fetchTwo"), nil).AddNode(
+
+		"decide", func(_ context.Context, s graph.State) (graph.Update, error) {
 			return flowTrail.Write([]string{fmt.Sprintf("decide#%d", rounds.Get(s)+1)}).And(rounds.Write(1)), nil
-		}).
-		AddNode("answer", flowSay("answer")).
+		}, nil).AddNode(
+
+		"answer", flowSay("answer"), nil).
 		AddEdge(graph.START, "rewrite").
 		AddEdge("rewrite", "analyze").AddEdge("analyze", "fetchOne").
 		AddEdge("rewrite", "fetchTwo").
-		AddJoin([]string{"fetchOne", "fetchTwo"}, "decide").
-		AddConditionalEdges("decide", func(_ context.Context, s graph.State) (graph.Route, error) {
+		AddJoin([]string{"fetchOne", "fetchTwo"}, "decide").AddConditionalEdges(
+
+		"decide", func(_ context.Context, s graph.State) (graph.Route, error) {
 			if rounds.Get(s) < 2 {
 				return graph.To("again"), nil
 			}
 			return graph.To("done"), nil
-		}, graph.BranchOptions{PathMap: map[string]string{"again": "rewrite", "done": "answer"}}))
+		}, &graph.BranchOptions{PathMap: map[string]string{"again": "rewrite", "done": "answer"}}))
 	s := flowRun(t, g, graph.Input())
 	flowDiff(t, "trail", []string{
 		"rewrite", "analyze", "fetchTwo", "fetchOne", "decide#1",
@@ -529,23 +567,30 @@ func TestFlowDeferredNodeRunsOnceAtTheEnd(t *testing.T) {
 				AddEdge("rewrite", "analyze").AddEdge("analyze", "fetchOne").AddEdge("analyze", "fetchTwo")
 		}, []string{"rewrite@1", "analyze@2", "fetchOne@3", "fetchTwo@3", "answer@4"}},
 		{"only an edge into it", func(b *graph.Builder) *graph.Builder {
-			return b.AddEdge(graph.START, "rewrite").AddEdge("rewrite", "answer").
-				AddNode("unused", flowNoop).AddEdge("answer", "unused").
+			return b.AddEdge(graph.START, "rewrite").AddEdge("rewrite", "answer").AddNode(
+				"unused", flowNoop, nil).
+				AddEdge("answer", "unused").
 				AddEdge("unused", "analyze").AddEdge("unused", "fetchOne").AddEdge("unused", "fetchTwo")
 		}, []string{"rewrite@1", "answer@2", "analyze@4", "fetchOne@4", "fetchTwo@4"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var answers atomic.Int32
-			b := graph.New(flowTrail).
-				AddNode("rewrite", flowAt("rewrite")).
-				AddNode("analyze", flowAt("analyze")).
-				AddNode("fetchOne", flowAt("fetchOne")).
-				AddNode("fetchTwo", flowAt("fetchTwo")).
-				AddNode("answer", func(ctx context.Context, s graph.State) (graph.Update, error) {
-					answers.Add(1)
-					return flowAt("answer")(ctx, s)
-				}, graph.NodeOptions{Defer: true})
+			b := graph.New(flowTrail).AddNode(
+				"rewrite", flowAt("rewrite"), nil).AddNode(
+
+				"analyze", flowAt("analyze"), nil).AddNode(
+
+				"fetchOne", flowAt("fetchOne"), nil).AddNode(
+
+				"fetchTwo", flowAt("fetchTwo"), nil).
+				AddNode(
+
+					"answer", func(ctx context.Context, s graph.State) (graph.Update, error) {
+						answers.Add(1)
+						return flowAt("answer")(ctx, s)
+					}, &graph.NodeOptions{Defer: true})
+
 			g := flowCompile(t, tc.wire(b))
 			s := flowRun(t, g, graph.Input())
 			flowDiff(t, "trail", tc.trail, flowTrail.Get(s))
@@ -587,15 +632,20 @@ func TestFlowConditionalEdgeResults(t *testing.T) {
 			route := tc.route
 			// Destinations keeps b, c and work reachable for the
 			// reachability check when a path map names only some of them.
-			g := flowCompile(t, graph.New(flowTrail).
-				AddNode("src", flowSay("src"), graph.NodeOptions{Destinations: []string{"b", "c", "work"}}).
-				AddNode("b", flowSay("b")).
-				AddNode("c", flowSay("c")).
-				AddNode("work", flowWork, graph.NodeOptions{Input: []graph.Channel{flowItem}}).
-				AddEdge(graph.START, "src").
-				AddConditionalEdges("src", func(context.Context, graph.State) (graph.Route, error) {
+			g := flowCompile(t, graph.New(flowTrail).AddNode(
+				"src", flowSay("src"), &graph.NodeOptions{Destinations: []string{"b", "c", "work"}}).AddNode(
+
+				"b", flowSay("b"), nil).AddNode(
+
+				"c", flowSay("c"), nil).
+				AddNode(
+
+					"work", flowWork, &graph.NodeOptions{Input: []graph.Channel{flowItem}}).
+				AddEdge(graph.START, "src").AddConditionalEdges(
+
+				"src", func(context.Context, graph.State) (graph.Route, error) {
 					return route, nil
-				}, graph.BranchOptions{PathMap: tc.pathMap}))
+				}, &graph.BranchOptions{PathMap: tc.pathMap}))
 			s := flowRun(t, g, graph.Input())
 			flowDiff(t, "trail", tc.want, flowTrail.Get(s))
 		})
@@ -606,16 +656,19 @@ func TestFlowConditionalEdgeResults(t *testing.T) {
 // a conditional edge from START returning a list starts those nodes in
 // parallel.
 func TestFlowConditionalEntryPointToSeveralNodes(t *testing.T) {
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("get_weather", flowAt("get_weather")).
-		AddNode("get_news", flowAt("get_news")).
-		AddNode("unused", flowAt("unused")).
-		AddConditionalEdges(graph.START, func(_ context.Context, s graph.State) (graph.Route, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"get_weather", flowAt("get_weather"), nil).AddNode(
+
+		"get_news", flowAt("get_news"), nil).AddNode(
+
+		"unused", flowAt("unused"), nil).AddConditionalEdges(
+
+		graph.START, func(_ context.Context, s graph.State) (graph.Route, error) {
 			if len(flowTrail.Get(s)) != 1 {
 				return graph.Route{}, fmt.Errorf("router saw %v, want the input", flowTrail.Get(s))
 			}
 			return graph.To("get_weather", "get_news"), nil
-		}))
+		}, nil))
 	s := flowRun(t, g, flowTrail.Write([]string{"in"}))
 	flowDiff(t, "trail", []string{"in", "get_news@1", "get_weather@1"}, flowTrail.Get(s))
 }
@@ -636,14 +689,17 @@ func TestFlowRouterSeesOwnWritesOnly(t *testing.T) {
 			return graph.To(graph.END), nil
 		}
 	}
-	g := flowCompile(t, graph.New(x, flowTrail).
-		AddNode("left", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(x, flowTrail).AddNode(
+		"left", func(context.Context, graph.State) (graph.Update, error) {
 			return x.Write("left-x").And(flowTrail.Write([]string{"left"})), nil
-		}).
-		AddNode("right", flowSay("right")).
-		AddEdge(graph.START, "left").AddEdge(graph.START, "right").
-		AddConditionalEdges("left", router("left")).
-		AddConditionalEdges("right", router("right")))
+		}, nil).AddNode(
+
+		"right", flowSay("right"), nil).
+		AddEdge(graph.START, "left").AddEdge(graph.START, "right").AddConditionalEdges(
+
+		"left", router("left"), nil).AddConditionalEdges(
+
+		"right", router("right"), nil))
 	flowRun(t, g, x.Write("in").And(flowTrail.Write([]string{"in"})))
 	flowDiff(t, "what the routers saw", map[string]string{
 		"left":  "x=left-x trail=[in left]",
@@ -678,17 +734,19 @@ func TestFlowBadRouterResultsFail(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var ranAfter atomic.Bool
-			g := flowCompile(t, graph.New(flowTrail).
-				AddNode("src", flowSay("src"), graph.NodeOptions{Destinations: []string{"after"}}).
-				AddNode("after", func(context.Context, graph.State) (graph.Update, error) {
+			g := flowCompile(t, graph.New(flowTrail).AddNode(
+				"src", flowSay("src"), &graph.NodeOptions{Destinations: []string{"after"}}).AddNode(
+
+				"after", func(context.Context, graph.State) (graph.Update, error) {
 					ranAfter.Store(true)
 					return graph.Update{}, nil
-				}).
-				AddEdge(graph.START, "src").
-				AddConditionalEdges("src", func(context.Context, graph.State) (graph.Route, error) {
+				}, nil).
+				AddEdge(graph.START, "src").AddConditionalEdges(
+
+				"src", func(context.Context, graph.State) (graph.Route, error) {
 					return tc.route, tc.err
-				}, graph.BranchOptions{PathMap: tc.pathMap}))
-			_, err := g.Invoke(context.Background(), graph.Input())
+				}, &graph.BranchOptions{PathMap: tc.pathMap}))
+			_, err := g.Invoke(context.Background(), graph.Input(), nil)
 			flowWantErr(t, err, tc.target, tc.contains...)
 			var ne *graph.NodeError
 			if !errors.As(err, &ne) || ne.Node != "src" {
@@ -709,26 +767,30 @@ func TestFlowSendMapReduce(t *testing.T) {
 	total := graph.Reduce("total", func(a, b int) int { return a + b })
 	var mu sync.Mutex
 	var keys [][]string
-	g := flowCompile(t, graph.New(flowTrail, total).
-		AddNode("plan", flowSay("plan")).
-		AddNode("square", func(_ context.Context, s graph.State) (graph.Update, error) {
-			mu.Lock()
-			keys = append(keys, s.Keys())
-			mu.Unlock()
-			i := flowItem.Get(s)
-			return flowTrail.Write([]string{fmt.Sprintf("sq|%d", i)}).And(total.Write(i * i)), nil
-		}, graph.NodeOptions{Input: []graph.Channel{flowItem}}).
-		AddNode("gather", func(_ context.Context, s graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail, total).AddNode(
+		"plan", flowSay("plan"), nil).
+		AddNode(
+
+			"square", func(_ context.Context, s graph.State) (graph.Update, error) {
+				mu.Lock()
+				keys = append(keys, s.Keys())
+				mu.Unlock()
+				i := flowItem.Get(s)
+				return flowTrail.Write([]string{fmt.Sprintf("sq|%d", i)}).And(total.Write(i * i)), nil
+			}, &graph.NodeOptions{Input: []graph.Channel{flowItem}}).AddNode(
+
+		"gather", func(_ context.Context, s graph.State) (graph.Update, error) {
 			return flowTrail.Write([]string{fmt.Sprintf("gather total=%d", total.Get(s))}), nil
-		}).
-		AddEdge(graph.START, "plan").
-		AddConditionalEdges("plan", func(context.Context, graph.State) (graph.Route, error) {
+		}, nil).
+		AddEdge(graph.START, "plan").AddConditionalEdges(
+
+		"plan", func(context.Context, graph.State) (graph.Route, error) {
 			var sends []graph.Send
 			for i := 1; i <= 4; i++ {
 				sends = append(sends, flowSend("square", i))
 			}
 			return graph.Sends(sends...), nil
-		}).
+		}, nil).
 		AddEdge("square", "gather"))
 	s := flowRun(t, g, graph.Input())
 	flowDiff(t, "trail", []string{"plan", "sq|1", "sq|2", "sq|3", "sq|4", "gather total=30"}, flowTrail.Get(s))
@@ -740,17 +802,18 @@ func TestFlowSendMapReduce(t *testing.T) {
 // Mirrors test_pregel.py::test_send_sequences: a Send target may itself send
 // (here by returning graph.SendTo), giving further steps of push tasks.
 func TestFlowSendSequences(t *testing.T) {
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("one", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"one", func(context.Context, graph.State) (graph.Update, error) {
 			return flowTrail.Write([]string{"one"}).And(graph.SendTo(flowSend("work", 1), flowSend("work", 2))), nil
-		}, graph.NodeOptions{Destinations: []string{"work"}}).
-		AddNode("work", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, &graph.NodeOptions{Destinations: []string{"work"}}).AddNode(
+
+		"work", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			u, _ := flowWork(ctx, s)
 			if i := flowItem.Get(s); i <= 2 {
 				u = u.And(graph.SendTo(flowSend("work", i+10)))
 			}
 			return u, nil
-		}, graph.NodeOptions{Input: []graph.Channel{flowItem}}).
+		}, &graph.NodeOptions{Input: []graph.Channel{flowItem}}).
 		AddEdge(graph.START, "one"))
 	s := flowRun(t, g, graph.Input())
 	flowDiff(t, "trail", []string{"one", "work|1", "work|2", "work|11", "work|12"}, flowTrail.Get(s))
@@ -764,8 +827,8 @@ func TestFlowSendSequences(t *testing.T) {
 func TestFlowGotoListRunsInParallel(t *testing.T) {
 	round := graph.Value[int]("round")
 	var planner atomic.Int32
-	g := flowCompile(t, graph.New(flowTrail, round).
-		AddNode("planner", func(_ context.Context, s graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail, round).AddNode(
+		"planner", func(_ context.Context, s graph.State) (graph.Update, error) {
 			planner.Add(1)
 			r := round.Get(s)
 			u := flowTrail.Write([]string{fmt.Sprintf("planner@%d", r)}).And(round.Write(r + 1))
@@ -776,10 +839,13 @@ func TestFlowGotoListRunsInParallel(t *testing.T) {
 				return u.Goto("review"), nil
 			}
 			return u, nil
-		}, graph.NodeOptions{Destinations: []string{"research", "draft", "review"}}).
-		AddNode("research", flowAt("research")).
-		AddNode("draft", flowAt("draft")).
-		AddNode("review", flowAt("review")).
+		}, &graph.NodeOptions{Destinations: []string{"research", "draft", "review"}}).AddNode(
+
+		"research", flowAt("research"), nil).AddNode(
+
+		"draft", flowAt("draft"), nil).AddNode(
+
+		"review", flowAt("review"), nil).
 		AddEdge(graph.START, "planner").
 		AddEdge("research", "planner").AddEdge("draft", "planner").AddEdge("review", "planner"))
 	s := flowRun(t, g, graph.Input())
@@ -796,12 +862,14 @@ func TestFlowGotoListRunsInParallel(t *testing.T) {
 // (weft deliberately differs: LangGraph drops the write with a warning).
 func TestFlowGotoWithStaticEdges(t *testing.T) {
 	build := func(goto_ ...string) *graph.Graph {
-		return flowCompile(t, graph.New(flowTrail).
-			AddNode("a", func(context.Context, graph.State) (graph.Update, error) {
+		return flowCompile(t, graph.New(flowTrail).AddNode(
+			"a", func(context.Context, graph.State) (graph.Update, error) {
 				return flowTrail.Write([]string{"a"}).Goto(goto_...), nil
-			}, graph.NodeOptions{Destinations: []string{"c"}}).
-			AddNode("b", flowSay("b")).
-			AddNode("c", flowSay("c")).
+			}, &graph.NodeOptions{Destinations: []string{"c"}}).AddNode(
+
+			"b", flowSay("b"), nil).AddNode(
+
+			"c", flowSay("c"), nil).
 			AddEdge(graph.START, "a").AddEdge("a", "b"))
 	}
 	t.Run("goto and edge", func(t *testing.T) {
@@ -813,7 +881,7 @@ func TestFlowGotoWithStaticEdges(t *testing.T) {
 		flowDiff(t, "trail", []string{"a", "b"}, flowTrail.Get(s))
 	})
 	t.Run("goto unknown node", func(t *testing.T) {
-		_, err := build("nowhere").Invoke(context.Background(), graph.Input())
+		_, err := build("nowhere").Invoke(context.Background(), graph.Input(), nil)
 		flowWantErr(t, err, graph.ErrInvalidUpdate, `"nowhere"`)
 		var ne *graph.NodeError
 		if !errors.As(err, &ne) || ne.Node != "a" {
@@ -829,12 +897,14 @@ func TestFlowGotoWithStaticEdges(t *testing.T) {
 // shows them all, in order.
 func TestFlowSeveralWritesToOneKeyFromOneNode(t *testing.T) {
 	str := graph.Reduce("s", func(a, b string) string { return a + b })
-	g := flowCompile(t, graph.New(str).
-		AddNode("node_a", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(str).AddNode(
+		"node_a", func(context.Context, graph.State) (graph.Update, error) {
 			return str.Write("a1").And(str.Write("a2")), nil
-		}).
-		AddNode("node_c", func(context.Context, graph.State) (graph.Update, error) { return str.Write("c"), nil }).
-		AddNode("node_b", func(context.Context, graph.State) (graph.Update, error) { return str.Write("b"), nil }).
+		}, nil).AddNode(
+
+		"node_c", func(context.Context, graph.State) (graph.Update, error) { return str.Write("c"), nil }, nil).AddNode(
+
+		"node_b", func(context.Context, graph.State) (graph.Update, error) { return str.Write("b"), nil }, nil).
 		AddEdge(graph.START, "node_a").AddEdge(graph.START, "node_c").
 		AddEdge("node_a", "node_b").AddEdge("node_c", "node_b"))
 	s := flowRun(t, g, graph.Input())
@@ -884,7 +954,7 @@ func TestFlowRecursionLimitArithmetic(t *testing.T) {
 			if tc.limit == graph.DefaultRecursionLimit {
 				opts = graph.RunOptions{} // the default is 25
 			}
-			_, err := g.Invoke(context.Background(), graph.Input(), opts)
+			_, err := g.Invoke(context.Background(), graph.Input(), &opts)
 			if n := int(ran.Load()); n != tc.nodes {
 				t.Errorf("%d nodes ran, want all %d", n, tc.nodes)
 			}
@@ -904,7 +974,7 @@ func TestFlowRecursionLimitArithmetic(t *testing.T) {
 	t.Run("limit below 1", func(t *testing.T) {
 		var ran atomic.Int32
 		g := flowCompile(t, flowChain(1, &ran))
-		_, err := g.Invoke(context.Background(), graph.Input(), graph.RunOptions{RecursionLimit: -1})
+		_, err := g.Invoke(context.Background(), graph.Input(), &graph.RunOptions{RecursionLimit: -1})
 		flowWantErr(t, err, graph.ErrInvalidInput)
 		if ran.Load() != 0 {
 			t.Error("a node ran")
@@ -917,13 +987,13 @@ func TestFlowRecursionLimitArithmetic(t *testing.T) {
 // steps 1..L, L times, then fails naming the limit.
 func TestFlowRecursionLimitStopsLoop(t *testing.T) {
 	var ran atomic.Int32
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("spin", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"spin", func(context.Context, graph.State) (graph.Update, error) {
 			ran.Add(1)
 			return graph.Update{}, nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "spin").AddEdge("spin", "spin"))
-	_, err := g.Invoke(context.Background(), graph.Input(), graph.RunOptions{RecursionLimit: 7})
+	_, err := g.Invoke(context.Background(), graph.Input(), &graph.RunOptions{RecursionLimit: 7})
 	flowWantErr(t, err, graph.ErrRecursionLimit, "limit of 7")
 	var re *graph.RecursionError
 	if !errors.As(err, &re) || re.Limit != 7 {
@@ -971,13 +1041,13 @@ func TestFlowRemainingStepsAndIsLastStep(t *testing.T) {
 // agent sees one remaining step and answers "need more steps" instead of
 // failing): a looping node that checks IsLastStep ends the run gracefully.
 func TestFlowIsLastStepEndsLoopGracefully(t *testing.T) {
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("agent", func(ctx context.Context, _ graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"agent", func(ctx context.Context, _ graph.State) (graph.Update, error) {
 			if graph.IsLastStep(ctx) {
 				return flowTrail.Write([]string{"sorry, need more steps"}), nil
 			}
 			return flowTrail.Write([]string{"think"}).Goto("agent"), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "agent"))
 	for _, tc := range []struct {
 		limit int
@@ -1000,8 +1070,8 @@ func TestFlowIsLastStepEndsLoopGracefully(t *testing.T) {
 func TestFlowRetryAttemptsAndBackoff(t *testing.T) {
 	var attempts []int
 	var times []time.Time
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("flaky", func(ctx context.Context, _ graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"flaky", func(ctx context.Context, _ graph.State) (graph.Update, error) {
 			info, _ := graph.CurrentTask(ctx)
 			attempts = append(attempts, info.Attempt)
 			times = append(times, time.Now())
@@ -1009,7 +1079,7 @@ func TestFlowRetryAttemptsAndBackoff(t *testing.T) {
 				return graph.Update{}, errors.New("try again")
 			}
 			return flowTrail.Write([]string{"ok"}), nil
-		}, graph.NodeOptions{Retry: &graph.RetryPolicy{
+		}, &graph.NodeOptions{Retry: &graph.RetryPolicy{
 			InitialInterval: 2 * time.Millisecond, BackoffFactor: 2, MaxAttempts: 3, NoJitter: true,
 		}}).
 		AddEdge(graph.START, "flaky"))
@@ -1030,13 +1100,13 @@ func TestFlowRetryAttemptsAndBackoff(t *testing.T) {
 func TestFlowRetryGivesUpAfterMaxAttempts(t *testing.T) {
 	errDown := errors.New("service down")
 	var calls atomic.Int32
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("call", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"call", func(context.Context, graph.State) (graph.Update, error) {
 			calls.Add(1)
 			return graph.Update{}, errDown
-		}, graph.NodeOptions{Retry: &graph.RetryPolicy{InitialInterval: time.Millisecond, MaxAttempts: 4, NoJitter: true}}).
+		}, &graph.NodeOptions{Retry: &graph.RetryPolicy{InitialInterval: time.Millisecond, MaxAttempts: 4, NoJitter: true}}).
 		AddEdge(graph.START, "call"))
-	_, err := g.Invoke(context.Background(), graph.Input())
+	_, err := g.Invoke(context.Background(), graph.Input(), nil)
 	flowWantErr(t, err, errDown)
 	var ne *graph.NodeError
 	if !errors.As(err, &ne) || ne.Node != "call" {
@@ -1055,13 +1125,13 @@ func TestFlowRetryOnFalseStops(t *testing.T) {
 	errTransient := errors.New("transient")
 	var calls atomic.Int32
 	var seen []error
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("call", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"call", func(context.Context, graph.State) (graph.Update, error) {
 			if calls.Add(1) == 1 {
 				return graph.Update{}, errTransient
 			}
 			return graph.Update{}, errPermanent
-		}, graph.NodeOptions{Retry: &graph.RetryPolicy{
+		}, &graph.NodeOptions{Retry: &graph.RetryPolicy{
 			InitialInterval: time.Millisecond, MaxAttempts: 5, NoJitter: true,
 			RetryOn: func(err error) bool {
 				seen = append(seen, err)
@@ -1069,7 +1139,7 @@ func TestFlowRetryOnFalseStops(t *testing.T) {
 			},
 		}}).
 		AddEdge(graph.START, "call"))
-	_, err := g.Invoke(context.Background(), graph.Input())
+	_, err := g.Invoke(context.Background(), graph.Input(), nil)
 	flowWantErr(t, err, errPermanent)
 	if n := calls.Load(); n != 2 {
 		t.Errorf("node called %d times, want 2 (one retry, then RetryOn said no)", n)
@@ -1102,13 +1172,13 @@ func TestFlowDefaultRetryOn(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32
-			g := flowCompile(t, graph.New(flowTrail).
-				AddNode("call", func(context.Context, graph.State) (graph.Update, error) {
+			g := flowCompile(t, graph.New(flowTrail).AddNode(
+				"call", func(context.Context, graph.State) (graph.Update, error) {
 					calls.Add(1)
 					return tc.fail()
-				}, graph.NodeOptions{Retry: &graph.RetryPolicy{InitialInterval: time.Millisecond, MaxAttempts: 3, NoJitter: true}}).
+				}, &graph.NodeOptions{Retry: &graph.RetryPolicy{InitialInterval: time.Millisecond, MaxAttempts: 3, NoJitter: true}}).
 				AddEdge(graph.START, "call"))
-			if _, err := g.Invoke(context.Background(), graph.Input()); err == nil {
+			if _, err := g.Invoke(context.Background(), graph.Input(), nil); err == nil {
 				t.Fatal("run succeeded, want an error")
 			}
 			if n := calls.Load(); n != tc.calls {
@@ -1143,18 +1213,19 @@ func TestFlowNodeTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32
 			var ranAfter atomic.Bool
-			g := flowCompile(t, graph.New(flowTrail).
-				AddNode("stuck", func(context.Context, graph.State) (graph.Update, error) {
+			g := flowCompile(t, graph.New(flowTrail).AddNode(
+				"stuck", func(context.Context, graph.State) (graph.Update, error) {
 					calls.Add(1)
-					<-release // ignores ctx on purpose
+					<-release
 					return flowTrail.Write([]string{"late"}), nil
-				}, graph.NodeOptions{Timeout: 10 * time.Millisecond, Retry: tc.retry}).
-				AddNode("after", func(context.Context, graph.State) (graph.Update, error) {
+				}, &graph.NodeOptions{Timeout: 10 * time.Millisecond, Retry: tc.retry}).AddNode(
+
+				"after", func(context.Context, graph.State) (graph.Update, error) {
 					ranAfter.Store(true)
 					return graph.Update{}, nil
-				}).
+				}, nil).
 				AddEdge(graph.START, "stuck").AddEdge("stuck", "after"))
-			_, err := g.Invoke(context.Background(), graph.Input())
+			_, err := g.Invoke(context.Background(), graph.Input(), nil)
 			flowWantErr(t, err, graph.ErrNodeTimeout)
 			var ne *graph.NodeError
 			if !errors.As(err, &ne) || ne.Node != "stuck" {
@@ -1180,21 +1251,22 @@ func TestFlowOnErrorRoutesWithGoto(t *testing.T) {
 	var attempts atomic.Int32
 	var handled error
 	var handlerInput string
-	g := flowCompile(t, graph.New(foo).
-		AddNode("always_failing", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(foo).AddNode(
+		"always_failing", func(context.Context, graph.State) (graph.Update, error) {
 			attempts.Add(1)
 			return graph.Update{}, errAlways
-		}, graph.NodeOptions{
+		}, &graph.NodeOptions{
 			Retry:        &graph.RetryPolicy{InitialInterval: time.Millisecond, MaxAttempts: 2, NoJitter: true},
 			Destinations: []string{"after_handler"},
 			OnError: func(_ context.Context, s graph.State, err error) (graph.Update, error) {
 				handled, handlerInput = err, foo.Get(s)
 				return foo.Write("handled").Goto("after_handler"), nil
 			},
-		}).
-		AddNode("after_handler", func(_ context.Context, s graph.State) (graph.Update, error) {
+		}).AddNode(
+
+		"after_handler", func(_ context.Context, s graph.State) (graph.Update, error) {
 			return foo.Write(foo.Get(s) + "_after"), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "always_failing"))
 	s := flowRun(t, g, foo.Write("start"))
 	if got := foo.Get(s); got != "handled_after" {
@@ -1219,14 +1291,14 @@ func TestFlowOnErrorRoutesWithGoto(t *testing.T) {
 // handler itself fails, the run fails with the handler's error.
 func TestFlowOnErrorFailureFailsRun(t *testing.T) {
 	errHandler := errors.New("handler failed")
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("always_failing", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"always_failing", func(context.Context, graph.State) (graph.Update, error) {
 			return graph.Update{}, errors.New("always fails")
-		}, graph.NodeOptions{OnError: func(context.Context, graph.State, error) (graph.Update, error) {
+		}, &graph.NodeOptions{OnError: func(context.Context, graph.State, error) (graph.Update, error) {
 			return graph.Update{}, errHandler
 		}}).
 		AddEdge(graph.START, "always_failing"))
-	_, err := g.Invoke(context.Background(), graph.Input())
+	_, err := g.Invoke(context.Background(), graph.Input(), nil)
 	flowWantErr(t, err, errHandler, "handler failed")
 	var ne *graph.NodeError
 	if !errors.As(err, &ne) || ne.Node != "always_failing" {
@@ -1240,19 +1312,20 @@ func TestFlowOnErrorFailureFailsRun(t *testing.T) {
 // *graph.PanicError inside a *graph.NodeError (Go has no exceptions).
 func TestFlowPanicBecomesNodeError(t *testing.T) {
 	t.Run("alone", func(t *testing.T) {
-		g := flowCompile(t, graph.New(flowTrail).
-			AddNode("boom", func(context.Context, graph.State) (graph.Update, error) { panic("kaboom") }).
+		g := flowCompile(t, graph.New(flowTrail).AddNode(
+			"boom", func(context.Context, graph.State) (graph.Update, error) { panic("kaboom") }, nil).
 			AddEdge(graph.START, "boom"))
-		_, err := g.Invoke(context.Background(), graph.Input())
+		_, err := g.Invoke(context.Background(), graph.Input(), nil)
 		flowCheckPanic(t, err, "boom")
 	})
 	t.Run("beside a waiting node", func(t *testing.T) {
 		var canceled atomic.Bool
 		// "a_patient" sorts before "boom", so the run must pick the
 		// failing node's error over the sibling's cancellation.
-		g := flowCompile(t, graph.New(flowTrail).
-			AddNode("boom", func(context.Context, graph.State) (graph.Update, error) { panic("kaboom") }).
-			AddNode("a_patient", func(ctx context.Context, _ graph.State) (graph.Update, error) {
+		g := flowCompile(t, graph.New(flowTrail).AddNode(
+			"boom", func(context.Context, graph.State) (graph.Update, error) { panic("kaboom") }, nil).AddNode(
+
+			"a_patient", func(ctx context.Context, _ graph.State) (graph.Update, error) {
 				select {
 				case <-ctx.Done():
 					canceled.Store(true)
@@ -1260,9 +1333,9 @@ func TestFlowPanicBecomesNodeError(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					return graph.Update{}, nil
 				}
-			}).
+			}, nil).
 			AddEdge(graph.START, "boom").AddEdge(graph.START, "a_patient"))
-		_, err := g.Invoke(context.Background(), graph.Input())
+		_, err := g.Invoke(context.Background(), graph.Input(), nil)
 		flowCheckPanic(t, err, "boom")
 		if !canceled.Load() {
 			t.Error("the sibling's context was not cancelled")
@@ -1295,12 +1368,13 @@ func flowCheckPanic(t *testing.T, err error, node string) {
 func TestFlowNodeCache(t *testing.T) {
 	q := graph.Value[string]("q")
 	var calls atomic.Int32
-	g := flowCompile(t, graph.New(q, flowTrail).
-		AddNode("expensive", func(_ context.Context, s graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(q, flowTrail).AddNode(
+		"expensive", func(_ context.Context, s graph.State) (graph.Update, error) {
 			calls.Add(1)
 			return flowTrail.Write([]string{"answer to " + q.Get(s)}), nil
-		}, graph.NodeOptions{Cache: &graph.CachePolicy{}}).
-		AddNode("cheap", flowSay("cheap")).
+		}, &graph.NodeOptions{Cache: &graph.CachePolicy{}}).AddNode(
+
+		"cheap", flowSay("cheap"), nil).
 		AddEdge(graph.START, "expensive").AddEdge("expensive", "cheap"),
 		graph.CompileOptions{Cache: graph.NewMemoryCache()})
 
@@ -1358,10 +1432,10 @@ func flowRm(id string) flowMsg { return flowMsg{ID: id, Drop: true} }
 // right as one node's update.
 func flowApplyMessages(t *testing.T, left []flowMsg, right graph.Update) ([]flowMsg, error) {
 	t.Helper()
-	g := flowCompile(t, graph.New(flowMsgs).
-		AddNode("apply", func(context.Context, graph.State) (graph.Update, error) { return right, nil }).
+	g := flowCompile(t, graph.New(flowMsgs).AddNode(
+		"apply", func(context.Context, graph.State) (graph.Update, error) { return right, nil }, nil).
 		AddEdge(graph.START, "apply"))
-	s, err := g.Invoke(context.Background(), flowMsgs.Write(left...))
+	s, err := g.Invoke(context.Background(), flowMsgs.Write(left...), nil)
 	return flowMsgs.Get(s), err
 }
 
@@ -1466,11 +1540,11 @@ func TestFlowMessagesRemoveUnknownID(t *testing.T) {
 // ids), and a node that returns nothing leaves the state unchanged.
 func TestFlowReducerBeforeFirstNode(t *testing.T) {
 	var seen []flowMsg
-	g := flowCompile(t, graph.New(flowMsgs).
-		AddNode("a", func(_ context.Context, s graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowMsgs).AddNode(
+		"a", func(_ context.Context, s graph.State) (graph.Update, error) {
 			seen = flowMsgs.Get(s)
 			return graph.Update{}, nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "a"))
 	s := flowRun(t, g, flowMsgs.Write(flowMsg{Text: "hello"}))
 	if len(seen) != 1 || seen[0].Text != "hello" || seen[0].ID == "" {
@@ -1492,7 +1566,7 @@ func TestFlowReducerBeforeFirstNode(t *testing.T) {
 func TestFlowCompileValidation(t *testing.T) {
 	router := func(context.Context, graph.State) (graph.Route, error) { return graph.To(graph.END), nil }
 	base := func() *graph.Builder {
-		return graph.New(flowTrail).AddNode("summarize", flowNoop).AddEdge(graph.START, "summarize")
+		return graph.New(flowTrail).AddNode("summarize", flowNoop, nil).AddEdge(graph.START, "summarize")
 	}
 	cases := []struct {
 		name     string
@@ -1506,45 +1580,45 @@ func TestFlowCompileValidation(t *testing.T) {
 			graph.CompileOptions{}, []string{`"sumarise"`, `did you mean "summarize"`}},
 		{"unknown join node", func() *graph.Builder { return base().AddJoin([]string{"summarize", "ghost"}, graph.END) },
 			graph.CompileOptions{}, []string{`"ghost"`}},
-		{"unknown conditional source", func() *graph.Builder { return base().AddConditionalEdges("ghost", router) },
+		{"unknown conditional source", func() *graph.Builder { return base().AddConditionalEdges("ghost", router, nil) },
 			graph.CompileOptions{}, []string{`"ghost"`}},
 		{"unknown path map target", func() *graph.Builder {
-			return base().AddConditionalEdges("summarize", router, graph.BranchOptions{PathMap: map[string]string{"x": "summarise"}})
+			return base().AddConditionalEdges("summarize", router, &graph.BranchOptions{PathMap: map[string]string{"x": "summarise"}})
 		}, graph.CompileOptions{}, []string{`"summarise"`, `did you mean "summarize"`}},
 		{"unknown destination", func() *graph.Builder {
-			return graph.New(flowTrail).AddNode("a", flowNoop, graph.NodeOptions{Destinations: []string{"ghost"}}).AddEdge(graph.START, "a")
+			return graph.New(flowTrail).AddNode("a", flowNoop, &graph.NodeOptions{Destinations: []string{"ghost"}}).AddEdge(graph.START, "a")
 		}, graph.CompileOptions{}, []string{`"ghost"`}},
-		{"no entry point", func() *graph.Builder { return graph.New(flowTrail).AddNode("a", flowNoop) },
+		{"no entry point", func() *graph.Builder { return graph.New(flowTrail).AddNode("a", flowNoop, nil) },
 			graph.CompileOptions{}, []string{"entry point"}},
-		{"unreachable node", func() *graph.Builder { return base().AddNode("island", flowNoop) },
+		{"unreachable node", func() *graph.Builder { return base().AddNode("island", flowNoop, nil) },
 			graph.CompileOptions{}, []string{`"island"`, "unreachable"}},
-		{"node named like a channel", func() *graph.Builder { return base().AddNode("trail", flowNoop).AddEdge("summarize", "trail") },
+		{"node named like a channel", func() *graph.Builder { return base().AddNode("trail", flowNoop, nil).AddEdge("summarize", "trail") },
 			graph.CompileOptions{}, []string{`"trail"`, "same name"}},
-		{"node named START", func() *graph.Builder { return base().AddNode(graph.START, flowNoop) },
+		{"node named START", func() *graph.Builder { return base().AddNode(graph.START, flowNoop, nil) },
 			graph.CompileOptions{}, []string{graph.START, "reserved"}},
-		{"node named END", func() *graph.Builder { return base().AddNode(graph.END, flowNoop) },
+		{"node named END", func() *graph.Builder { return base().AddNode(graph.END, flowNoop, nil) },
 			graph.CompileOptions{}, []string{graph.END, "reserved"}},
-		{"node name with |", func() *graph.Builder { return base().AddNode("a|b", flowNoop) },
+		{"node name with |", func() *graph.Builder { return base().AddNode("a|b", flowNoop, nil) },
 			graph.CompileOptions{}, []string{`"a|b"`}},
-		{"node name with :", func() *graph.Builder { return base().AddNode("a:b", flowNoop) },
+		{"node name with :", func() *graph.Builder { return base().AddNode("a:b", flowNoop, nil) },
 			graph.CompileOptions{}, []string{`"a:b"`}},
-		{"duplicate node", func() *graph.Builder { return base().AddNode("summarize", flowNoop) },
+		{"duplicate node", func() *graph.Builder { return base().AddNode("summarize", flowNoop, nil) },
 			graph.CompileOptions{}, []string{`"summarize"`}},
 		{"reserved channel name", func() *graph.Builder {
-			return graph.New(graph.Value[int]("__secret")).AddNode("a", flowNoop).AddEdge(graph.START, "a")
+			return graph.New(graph.Value[int]("__secret")).AddNode("a", flowNoop, nil).AddEdge(graph.START, "a")
 		}, graph.CompileOptions{}, []string{`"__secret"`, "reserved"}},
 		{"channel named like a trigger", func() *graph.Builder {
-			return graph.New(graph.Value[int]("branch:to:a")).AddNode("a", flowNoop).AddEdge(graph.START, "a")
+			return graph.New(graph.Value[int]("branch:to:a")).AddNode("a", flowNoop, nil).AddEdge(graph.START, "a")
 		}, graph.CompileOptions{}, []string{`"branch:to:a"`, "reserved"}},
 		{"duplicate channel", func() *graph.Builder {
-			return graph.New(flowTrail, graph.Value[int]("trail")).AddNode("a", flowNoop).AddEdge(graph.START, "a")
+			return graph.New(flowTrail, graph.Value[int]("trail")).AddNode("a", flowNoop, nil).AddEdge(graph.START, "a")
 		}, graph.CompileOptions{}, []string{`"trail"`}},
 		{"edge out of END", func() *graph.Builder { return base().AddEdge(graph.END, "summarize") },
 			graph.CompileOptions{}, []string{"END"}},
 		{"edge into START", func() *graph.Builder { return base().AddEdge("summarize", graph.START) },
 			graph.CompileOptions{}, []string{"START"}},
 		{"cache policy without cache", func() *graph.Builder {
-			return graph.New(flowTrail).AddNode("a", flowNoop, graph.NodeOptions{Cache: &graph.CachePolicy{}}).AddEdge(graph.START, "a")
+			return graph.New(flowTrail).AddNode("a", flowNoop, &graph.NodeOptions{Cache: &graph.CachePolicy{}}).AddEdge(graph.START, "a")
 		}, graph.CompileOptions{}, []string{`"a"`, "Cache"}},
 		{"interrupt names unknown node", base, graph.CompileOptions{InterruptBefore: []string{"sumarize"}},
 			[]string{`"sumarize"`, `did you mean "summarize"`}},
@@ -1553,7 +1627,7 @@ func TestFlowCompileValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := tc.build().Compile(tc.opts)
+			g, err := tc.build().Compile(&tc.opts)
 			if g != nil {
 				t.Error("Compile returned a graph along with the error")
 			}
@@ -1561,10 +1635,10 @@ func TestFlowCompileValidation(t *testing.T) {
 		})
 	}
 	t.Run("goto target listed in Destinations", func(t *testing.T) {
-		g := flowCompile(t, graph.New(flowTrail).
-			AddNode("a", func(context.Context, graph.State) (graph.Update, error) { return graph.Goto("b"), nil },
-				graph.NodeOptions{Destinations: []string{"b"}}).
-			AddNode("b", flowSay("b")).
+		g := flowCompile(t, graph.New(flowTrail).AddNode(
+			"a", func(context.Context, graph.State) (graph.Update, error) { return graph.Goto("b"), nil }, &graph.NodeOptions{Destinations: []string{"b"}}).AddNode(
+
+			"b", flowSay("b"), nil).
 			AddEdge(graph.START, "a"))
 		s := flowRun(t, g, graph.Input())
 		flowDiff(t, "trail", []string{"b"}, flowTrail.Get(s))
@@ -1581,15 +1655,16 @@ func TestFlowMaxConcurrency(t *testing.T) {
 	var active, peak atomic.Int32
 	two := make(chan struct{})
 	var once sync.Once
-	g := flowCompile(t, graph.New(flowTrail).
-		AddNode("fan", func(context.Context, graph.State) (graph.Update, error) {
+	g := flowCompile(t, graph.New(flowTrail).AddNode(
+		"fan", func(context.Context, graph.State) (graph.Update, error) {
 			var sends []graph.Send
 			for i := range 6 {
 				sends = append(sends, flowSend("work", i))
 			}
 			return graph.SendTo(sends...), nil
-		}, graph.NodeOptions{Destinations: []string{"work"}}).
-		AddNode("work", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, &graph.NodeOptions{Destinations: []string{"work"}}).AddNode(
+
+		"work", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			n := active.Add(1)
 			defer active.Add(-1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -1602,14 +1677,14 @@ func TestFlowMaxConcurrency(t *testing.T) {
 			case <-time.After(2 * time.Second):
 			}
 			return flowWork(ctx, s)
-		}, graph.NodeOptions{Input: []graph.Channel{flowItem}}).
+		}, &graph.NodeOptions{Input: []graph.Channel{flowItem}}).
 		AddEdge(graph.START, "fan"))
 	s := flowRun(t, g, graph.Input(), graph.RunOptions{MaxConcurrency: 2})
 	if p := peak.Load(); p != 2 {
 		t.Errorf("peak concurrency = %d, want 2", p)
 	}
 	flowDiff(t, "trail", []string{"work|0", "work|1", "work|2", "work|3", "work|4", "work|5"}, flowTrail.Get(s))
-	_, err := g.Invoke(context.Background(), graph.Input(), graph.RunOptions{MaxConcurrency: -1})
+	_, err := g.Invoke(context.Background(), graph.Input(), &graph.RunOptions{MaxConcurrency: -1})
 	flowWantErr(t, err, graph.ErrInvalidInput)
 }
 
@@ -1622,17 +1697,18 @@ func TestFlowContextCancellation(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var ranSecond atomic.Bool
-		g := flowCompile(t, graph.New(flowTrail).
-			AddNode("first", func(context.Context, graph.State) (graph.Update, error) {
+		g := flowCompile(t, graph.New(flowTrail).AddNode(
+			"first", func(context.Context, graph.State) (graph.Update, error) {
 				cancel()
 				return flowTrail.Write([]string{"first"}), nil
-			}).
-			AddNode("second", func(context.Context, graph.State) (graph.Update, error) {
+			}, nil).AddNode(
+
+			"second", func(context.Context, graph.State) (graph.Update, error) {
 				ranSecond.Store(true)
 				return graph.Update{}, nil
-			}).
+			}, nil).
 			AddEdge(graph.START, "first").AddEdge("first", "second"))
-		_, err := g.Invoke(ctx, graph.Input())
+		_, err := g.Invoke(ctx, graph.Input(), nil)
 		flowWantErr(t, err, context.Canceled)
 		if ranSecond.Load() {
 			t.Error("a step ran after the context was cancelled")
@@ -1657,10 +1733,11 @@ func TestFlowContextCancellation(t *testing.T) {
 			b := graph.New(flowTrail).AddNode("after", func(context.Context, graph.State) (graph.Update, error) {
 				ranAfter.Add(1)
 				return graph.Update{}, nil
-			})
+			}, nil)
+
 			for i := range parallel {
 				name := fmt.Sprintf("w%d", i)
-				b.AddNode(name, wait).AddEdge(graph.START, name).AddEdge(name, "after")
+				b.AddNode(name, wait, nil).AddEdge(graph.START, name).AddEdge(name, "after")
 			}
 			g := flowCompile(t, b)
 			go func() {
@@ -1669,7 +1746,7 @@ func TestFlowContextCancellation(t *testing.T) {
 				}
 				cancel()
 			}()
-			_, err := g.Invoke(ctx, graph.Input())
+			_, err := g.Invoke(ctx, graph.Input(), nil)
 			flowWantErr(t, err, context.Canceled)
 			if ranAfter.Load() != 0 {
 				t.Error("a step ran after the context was cancelled")
@@ -1679,4 +1756,12 @@ func TestFlowContextCancellation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// opt returns the last of a test helper's optional options, or nil.
+func opt[T any](o []T) *T {
+	if len(o) == 0 {
+		return nil
+	}
+	return &o[len(o)-1]
 }

@@ -80,14 +80,14 @@ func cstStep(log *graph.ReduceChannel[[]string], calls *cstCalls, name string) g
 
 func cstCompile(t *testing.T, b *graph.Builder, co ...graph.CompileOptions) *graph.Graph {
 	t.Helper()
-	g, err := b.Compile(co...)
+	g, err := b.Compile(opt(co))
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
 	return g
 }
 
-func cstInvoke(t *testing.T, g *graph.Graph, in graph.Update, opts graph.RunOptions) graph.State {
+func cstInvoke(t *testing.T, g *graph.Graph, in graph.Update, opts *graph.RunOptions) graph.State {
 	t.Helper()
 	s, err := g.Invoke(context.Background(), in, opts)
 	if err != nil {
@@ -98,7 +98,7 @@ func cstInvoke(t *testing.T, g *graph.Graph, in graph.Update, opts graph.RunOpti
 
 func cstState(t *testing.T, g *graph.Graph, cfg checkpoint.Config, opts ...graph.StateOptions) graph.StateSnapshot {
 	t.Helper()
-	snap, err := g.GetState(context.Background(), cfg, opts...)
+	snap, err := g.GetState(context.Background(), cfg, opt(opts))
 	if err != nil {
 		t.Fatalf("GetState: %v", err)
 	}
@@ -108,7 +108,7 @@ func cstState(t *testing.T, g *graph.Graph, cfg checkpoint.Config, opts ...graph
 func cstHistory(t *testing.T, g *graph.Graph, thread string, opts ...graph.HistoryOptions) []graph.StateSnapshot {
 	t.Helper()
 	var out []graph.StateSnapshot
-	for snap, err := range g.GetStateHistory(context.Background(), thread, opts...) {
+	for snap, err := range g.GetStateHistory(context.Background(), thread, opt(opts)) {
 		if err != nil {
 			t.Fatalf("GetStateHistory: %v", err)
 		}
@@ -132,7 +132,7 @@ func cstDiff(t *testing.T, what string, want, got any) {
 	}
 }
 
-func cstThread(id string) graph.RunOptions { return graph.RunOptions{ThreadID: id} }
+func cstThread(id string) *graph.RunOptions { return &graph.RunOptions{ThreadID: id} }
 
 func cstCfg(id string) checkpoint.Config { return checkpoint.Config{ThreadID: id} }
 
@@ -145,17 +145,19 @@ func cstCfg(id string) checkpoint.Config { return checkpoint.Config{ThreadID: id
 func TestStateInterruptResumeRerunsNodeFromTop(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("prep", cstStep(trail, calls, "prep")).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"prep", cstStep(trail, calls, "prep"), nil).AddNode(
+
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("ask")
 			ans, err := graph.Interrupt[string](ctx, "approve?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write([]string{"ask:" + ans}), nil
-		}).
-		AddNode("after", cstStep(trail, calls, "after")).
+		}, nil).AddNode(
+
+		"after", cstStep(trail, calls, "after"), nil).
 		AddEdge(graph.START, "prep").AddEdge("prep", "ask").AddEdge("ask", "after").AddEdge("after", graph.END),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -192,9 +194,10 @@ func TestStateSeveralInterruptsInOneNode(t *testing.T) {
 	calls := newCstCalls()
 	var seenMu sync.Mutex
 	var seen [][]string // answers the node held on each entry
-	g := cstCompile(t, graph.New(answers).
-		AddNode("setup", cstStep(answers, calls, "setup")).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(answers).AddNode(
+		"setup", cstStep(answers, calls, "setup"), nil).AddNode(
+
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("ask")
 			var got []string
 			for _, topic := range []string{"red", "green", "blue"} {
@@ -208,7 +211,7 @@ func TestStateSeveralInterruptsInOneNode(t *testing.T) {
 				got = append(got, topic+"="+a)
 			}
 			return answers.Write(got), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "setup").AddEdge("setup", "ask"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -247,9 +250,11 @@ func cstTwoAskers(t *testing.T, calls *cstCalls) (*graph.Graph, *graph.ReduceCha
 			return trail.Write([]string{name + ":" + v}), nil
 		}
 	}
-	g := cstCompile(t, graph.New(trail).
-		AddNode("a", asker("a")).AddNode("b", asker("b")).
-		AddNode("done", cstStep(trail, calls, "done")).
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"a", asker("a"), nil).AddNode(
+		"b", asker("b"), nil).AddNode(
+
+		"done", cstStep(trail, calls, "done"), nil).
 		AddEdge(graph.START, "a").AddEdge(graph.START, "b").
 		AddJoin([]string{"a", "b"}, "done"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
@@ -301,6 +306,7 @@ func TestStateParallelInterruptsNeedResumeByID(t *testing.T) {
 		ids["question for a"]: "x",
 		ids["question for b"]: "y",
 	}), cstThread("t"))
+
 	cstDiff(t, "final trail", []string{"a:x", "b:y", "done"}, trail.Get(out))
 	cstDiff(t, "calls", map[string]int{"a": 2, "b": 2, "done": 1}, calls.all())
 }
@@ -336,8 +342,9 @@ func TestStateParallelInterruptsResumedOneAtATime(t *testing.T) {
 func TestStateResumeWithoutPendingInterrupt(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("a", cstStep(trail, calls, "a")).AddEdge(graph.START, "a"),
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"a", cstStep(trail, calls, "a"), nil).
+		AddEdge(graph.START, "a"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
 	_, err := g.Invoke(context.Background(), graph.Resume("x"), cstThread("empty"))
@@ -361,16 +368,17 @@ func TestStateResumeWithoutPendingInterrupt(t *testing.T) {
 // without checkpointer").
 func TestStateInterruptWithoutCheckpointer(t *testing.T) {
 	trail := cstLog("trail")
-	g := cstCompile(t, graph.New(trail).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			v, err := graph.Interrupt[string](ctx, "?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write([]string{v}), nil
-		}).AddEdge(graph.START, "ask"))
+		}, nil).
+		AddEdge(graph.START, "ask"))
 
-	_, err := g.Invoke(context.Background(), graph.Input(), graph.RunOptions{})
+	_, err := g.Invoke(context.Background(), graph.Input(), &graph.RunOptions{})
 	if !errors.Is(err, graph.ErrNoCheckpointer) {
 		t.Fatalf("err = %v, want ErrNoCheckpointer", err)
 	}
@@ -378,10 +386,10 @@ func TestStateInterruptWithoutCheckpointer(t *testing.T) {
 	if !errors.As(err, &ne) || ne.Node != "ask" {
 		t.Errorf("err = %v, want a *graph.NodeError for node \"ask\"", err)
 	}
-	if _, err := g.Invoke(context.Background(), graph.Resume("x"), graph.RunOptions{}); !errors.Is(err, graph.ErrNoCheckpointer) {
+	if _, err := g.Invoke(context.Background(), graph.Resume("x"), &graph.RunOptions{}); !errors.Is(err, graph.ErrNoCheckpointer) {
 		t.Errorf("Resume without a checkpointer: err = %v, want ErrNoCheckpointer", err)
 	}
-	if _, err := g.GetState(context.Background(), cstCfg("t")); !errors.Is(err, graph.ErrNoCheckpointer) {
+	if _, err := g.GetState(context.Background(), cstCfg("t"), nil); !errors.Is(err, graph.ErrNoCheckpointer) {
 		t.Errorf("GetState without a checkpointer: err = %v, want ErrNoCheckpointer", err)
 	}
 }
@@ -391,10 +399,12 @@ func TestStateInterruptWithoutCheckpointer(t *testing.T) {
 // cstChain builds START -> a -> b -> c -> END where each node appends its
 // name to trail.
 func cstChain(trail *graph.ReduceChannel[[]string], calls *cstCalls) *graph.Builder {
-	return graph.New(trail).
-		AddNode("a", cstStep(trail, calls, "a")).
-		AddNode("b", cstStep(trail, calls, "b")).
-		AddNode("c", cstStep(trail, calls, "c")).
+	return graph.New(trail).AddNode(
+		"a", cstStep(trail, calls, "a"), nil).AddNode(
+
+		"b", cstStep(trail, calls, "b"), nil).AddNode(
+
+		"c", cstStep(trail, calls, "c"), nil).
 		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END)
 }
 
@@ -437,26 +447,26 @@ func TestStateStaticInterruptAfterViaRunOptions(t *testing.T) {
 	g := cstCompile(t, cstChain(trail, calls), graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	opts := graph.RunOptions{ThreadID: "t", InterruptAfter: []string{"a"}}
 
-	out := cstInvoke(t, g, trail.Write([]string{"1"}), opts)
+	out := cstInvoke(t, g, trail.Write([]string{"1"}), &opts)
 	cstDiff(t, "trail after a", []string{"1", "a"}, trail.Get(out))
 	cstDiff(t, "next after a", []string{"b"}, cstState(t, g, cstCfg("t")).Next)
 
 	// New input while stopped: b is dropped and the run restarts.
-	out = cstInvoke(t, g, trail.Write([]string{"2"}), opts)
+	out = cstInvoke(t, g, trail.Write([]string{"2"}), &opts)
 	cstDiff(t, "trail after new input", []string{"1", "a", "2", "a"}, trail.Get(out))
 	cstDiff(t, "calls", map[string]int{"a": 2}, calls.all())
 
-	out = cstInvoke(t, g, graph.Update{}, opts)
+	out = cstInvoke(t, g, graph.Update{}, &opts)
 	cstDiff(t, "trail after continuing", []string{"1", "a", "2", "a", "b", "c"}, trail.Get(out))
 	cstDiff(t, "next at end", []string{}, cstState(t, g, cstCfg("t")).Next)
 
 	// RunOptions.InterruptBefore works the same way, per run.
-	out = cstInvoke(t, g, trail.Overwrite([]string{"3"}), graph.RunOptions{ThreadID: "t", InterruptBefore: []string{"c"}})
+	out = cstInvoke(t, g, trail.Overwrite([]string{"3"}), &graph.RunOptions{ThreadID: "t", InterruptBefore: []string{"c"}})
 	cstDiff(t, "stopped before c", []string{"3", "a", "b"}, trail.Get(out))
 	cstDiff(t, "next before c", []string{"c"}, cstState(t, g, cstCfg("t")).Next)
 
 	// An unknown node in the per-run lists is an input error.
-	if _, err := g.Invoke(context.Background(), graph.Update{}, graph.RunOptions{ThreadID: "t", InterruptAfter: []string{"nope"}}); !errors.Is(err, graph.ErrInvalidInput) {
+	if _, err := g.Invoke(context.Background(), graph.Update{}, &graph.RunOptions{ThreadID: "t", InterruptAfter: []string{"nope"}}); !errors.Is(err, graph.ErrInvalidInput) {
 		t.Errorf("unknown interrupt node: err = %v, want ErrInvalidInput", err)
 	}
 }
@@ -483,8 +493,10 @@ func TestStateInterruptAfterAllStopsEachStep(t *testing.T) {
 					return graph.Update{}, nil
 				}
 			}
-			g := cstCompile(t, graph.New(input).
-				AddNode("step_1", noop("step_1")).AddNode("step_2", noop("step_2")).AddNode("step_3", noop("step_3")).
+			g := cstCompile(t, graph.New(input).AddNode(
+				"step_1", noop("step_1"), nil).AddNode(
+				"step_2", noop("step_2"), nil).AddNode(
+				"step_3", noop("step_3"), nil).
 				AddEdge(graph.START, "step_1").AddEdge("step_1", "step_2").AddEdge("step_2", "step_3").AddEdge("step_3", graph.END),
 				graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptAfter: []string{graph.All}})
 			opts := graph.RunOptions{ThreadID: "t", Durability: tc.d}
@@ -494,7 +506,7 @@ func TestStateInterruptAfterAllStopsEachStep(t *testing.T) {
 				if i == 0 {
 					in = input.Write("hello world")
 				}
-				out := cstInvoke(t, g, in, opts)
+				out := cstInvoke(t, g, in, &opts)
 				if got := input.Get(out); got != "hello world" {
 					t.Errorf("run %d: input = %q", i+1, got)
 				}
@@ -527,21 +539,23 @@ func TestStateDurabilityCheckpointCounts(t *testing.T) {
 			trail := cstLog("trail")
 			calls := newCstCalls()
 			fail := true
-			g := cstCompile(t, graph.New(trail).
-				AddNode("a", cstStep(trail, calls, "a")).
-				AddNode("b", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			g := cstCompile(t, graph.New(trail).AddNode(
+				"a", cstStep(trail, calls, "a"), nil).AddNode(
+
+				"b", func(ctx context.Context, s graph.State) (graph.Update, error) {
 					calls.hit("b")
 					if fail {
 						return graph.Update{}, errors.New("b is down")
 					}
 					return trail.Write([]string{"b"}), nil
-				}).
-				AddNode("c", cstStep(trail, calls, "c")).
+				}, nil).AddNode(
+
+				"c", cstStep(trail, calls, "c"), nil).
 				AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c"),
 				graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 			opts := graph.RunOptions{ThreadID: "ok", Durability: tc.d}
 			fail = false
-			cstInvoke(t, g, trail.Write([]string{"in"}), opts)
+			cstInvoke(t, g, trail.Write([]string{"in"}), &opts)
 			hist := cstHistory(t, g, "ok")
 			if len(hist) != tc.ok {
 				t.Errorf("successful run: %d checkpoints, want %d", len(hist), tc.ok)
@@ -552,7 +566,7 @@ func TestStateDurabilityCheckpointCounts(t *testing.T) {
 			// only the checkpoint the failure happened on.
 			fail = true
 			opts.ThreadID = "bad"
-			if _, err := g.Invoke(context.Background(), trail.Write([]string{"in"}), opts); err == nil {
+			if _, err := g.Invoke(context.Background(), trail.Write([]string{"in"}), &opts); err == nil {
 				t.Fatal("want b's error")
 			}
 			hist = cstHistory(t, g, "bad")
@@ -585,26 +599,28 @@ func TestStatePendingWritesKeptOnFailure(t *testing.T) {
 			calls := newCstCalls()
 			var mu sync.Mutex
 			healthy := false
-			g := cstCompile(t, graph.New(value).
-				AddNode("one", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			g := cstCompile(t, graph.New(value).AddNode(
+				"one", func(ctx context.Context, s graph.State) (graph.Update, error) {
 					calls.hit("one")
 					return value.Write(2), nil
-				}).
-				AddNode("two", func(ctx context.Context, s graph.State) (graph.Update, error) {
-					calls.hit("two")
-					mu.Lock()
-					ok := healthy
-					mu.Unlock()
-					if !ok {
-						return graph.Update{}, errors.New("I'm not good")
-					}
-					return value.Write(3), nil
-				}, graph.NodeOptions{Retry: &graph.RetryPolicy{MaxAttempts: 2, InitialInterval: 1, NoJitter: true}}).
+				}, nil).
+				AddNode(
+
+					"two", func(ctx context.Context, s graph.State) (graph.Update, error) {
+						calls.hit("two")
+						mu.Lock()
+						ok := healthy
+						mu.Unlock()
+						if !ok {
+							return graph.Update{}, errors.New("I'm not good")
+						}
+						return value.Write(3), nil
+					}, &graph.NodeOptions{Retry: &graph.RetryPolicy{MaxAttempts: 2, InitialInterval: 1, NoJitter: true}}).
 				AddEdge(graph.START, "one").AddEdge(graph.START, "two"),
 				graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 			opts := graph.RunOptions{ThreadID: "t", Durability: tc.d}
 
-			_, err := g.Invoke(context.Background(), value.Write(1), opts)
+			_, err := g.Invoke(context.Background(), value.Write(1), &opts)
 			var ne *graph.NodeError
 			if !errors.As(err, &ne) || ne.Node != "two" || !strings.Contains(err.Error(), "I'm not good") {
 				t.Fatalf("err = %v, want node two's error", err)
@@ -644,7 +660,7 @@ func TestStatePendingWritesKeptOnFailure(t *testing.T) {
 			mu.Lock()
 			healthy = true
 			mu.Unlock()
-			out := cstInvoke(t, g, graph.Update{}, opts)
+			out := cstInvoke(t, g, graph.Update{}, &opts)
 			if got := value.Get(out); got != 6 {
 				t.Errorf("final value = %d, want 1+2+3 = 6", got)
 			}
@@ -679,20 +695,21 @@ func TestStateNewInputAfterFailureRestarts(t *testing.T) {
 			attempt := graph.Value[int]("attempt")
 			calls := newCstCalls()
 			saver := checkpoint.NewMemory()
-			g := cstCompile(t, graph.New(steps, attempt).
-				AddNode("node1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			g := cstCompile(t, graph.New(steps, attempt).AddNode(
+				"node1", func(ctx context.Context, s graph.State) (graph.Update, error) {
 					calls.hit("node1")
 					if attempt.Get(s) == 1 {
 						return graph.Update{}, errors.New("simulated failure")
 					}
 					return steps.Write([]string{"node1"}), nil
-				}).
-				AddNode("node2", cstStep(steps, calls, "node2")).
+				}, nil).AddNode(
+
+				"node2", cstStep(steps, calls, "node2"), nil).
 				AddEdge(graph.START, "node1").AddEdge("node1", "node2"),
 				graph.CompileOptions{Checkpointer: saver})
 			opts := graph.RunOptions{ThreadID: "t", Durability: tc.d}
 
-			if _, err := g.Invoke(context.Background(), steps.Write([]string{"start"}).And(attempt.Write(1)), opts); err == nil {
+			if _, err := g.Invoke(context.Background(), steps.Write([]string{"start"}).And(attempt.Write(1)), &opts); err == nil {
 				t.Fatal("want the simulated failure")
 			}
 			snap := cstState(t, g, cstCfg("t"))
@@ -702,7 +719,7 @@ func TestStateNewInputAfterFailureRestarts(t *testing.T) {
 				t.Fatalf("tasks = %+v, want node1 with its error", snap.Tasks)
 			}
 
-			out := cstInvoke(t, g, steps.Write([]string{}).And(attempt.Write(2)), opts)
+			out := cstInvoke(t, g, steps.Write([]string{}).And(attempt.Write(2)), &opts)
 			cstDiff(t, "steps", []string{"start", "node1", "node2"}, steps.Get(out))
 			if attempt.Get(out) != 2 {
 				t.Errorf("attempt = %d", attempt.Get(out))
@@ -817,7 +834,7 @@ func TestStateUpdateStateInfersNode(t *testing.T) {
 
 	// One-node graph: that node.
 	only := cstLog("only")
-	g1 := cstCompile(t, graph.New(only).AddNode("solo", cstStep(only, calls, "solo")).AddEdge(graph.START, "solo"),
+	g1 := cstCompile(t, graph.New(only).AddNode("solo", cstStep(only, calls, "solo"), nil).AddEdge(graph.START, "solo"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	cstInvoke(t, g1, only.Write([]string{"in"}), cstThread("t"))
 	if _, err := g1.UpdateState(context.Background(), cstCfg("t"), only.Write([]string{"x"}), ""); err != nil {
@@ -834,10 +851,12 @@ func TestStateUpdateStateInfersNode(t *testing.T) {
 func TestStateUpdateStateAmbiguous(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("left", cstStep(trail, calls, "left")).
-		AddNode("right", cstStep(trail, calls, "right")).
-		AddNode("join", cstStep(trail, calls, "join")).
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"left", cstStep(trail, calls, "left"), nil).AddNode(
+
+		"right", cstStep(trail, calls, "right"), nil).AddNode(
+
+		"join", cstStep(trail, calls, "join"), nil).
 		AddEdge(graph.START, "left").AddEdge(graph.START, "right").
 		AddJoin([]string{"left", "right"}, "join"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptBefore: []string{"join"}})
@@ -864,16 +883,17 @@ func TestStateUpdateStateAmbiguous(t *testing.T) {
 func TestStateUpdateStateAsEndClearsInterrupts(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("ask")
 			v, err := graph.Interrupt[string](ctx, "?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write([]string{v}), nil
-		}).
-		AddNode("after", cstStep(trail, calls, "after")).
+		}, nil).AddNode(
+
+		"after", cstStep(trail, calls, "after"), nil).
 		AddEdge(graph.START, "ask").AddEdge("ask", "after"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	cstInvoke(t, g, trail.Write([]string{"in"}), cstThread("t"))
@@ -932,13 +952,15 @@ func cstIDs(hist []graph.StateSnapshot) map[string]bool {
 
 // cstCountingChain is a -> b -> c where b writes "b<n>" for its n-th call.
 func cstCountingChain(t *testing.T, trail *graph.ReduceChannel[[]string], calls *cstCalls) *graph.Graph {
-	return cstCompile(t, graph.New(trail).
-		AddNode("a", cstStep(trail, calls, "a")).
-		AddNode("b", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	return cstCompile(t, graph.New(trail).AddNode(
+		"a", cstStep(trail, calls, "a"), nil).AddNode(
+
+		"b", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("b")
 			return trail.Write([]string{fmt.Sprintf("b%d", calls.get("b"))}), nil
-		}).
-		AddNode("c", cstStep(trail, calls, "c")).
+		}, nil).AddNode(
+
+		"c", cstStep(trail, calls, "c"), nil).
 		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 }
@@ -977,7 +999,7 @@ func TestStateForkFromOldCheckpoint(t *testing.T) {
 	}
 	cstDiff(t, "fork next", []string{"b"}, fork.Next)
 
-	out := cstInvoke(t, g, graph.Update{}, graph.RunOptions{ThreadID: "t", CheckpointID: forkCfg.CheckpointID})
+	out := cstInvoke(t, g, graph.Update{}, &graph.RunOptions{ThreadID: "t", CheckpointID: forkCfg.CheckpointID})
 	cstDiff(t, "fork result", []string{"a", "x", "b2", "c"}, trail.Get(out))
 	cstDiff(t, "calls", map[string]int{"a": 1, "b": 2, "c": 2}, calls.all())
 
@@ -1012,7 +1034,7 @@ func TestStateReplayFromCheckpoint(t *testing.T) {
 	orig := cstHistory(t, g, "t")
 	beforeB := orig[2]
 
-	out := cstInvoke(t, g, graph.Update{}, graph.RunOptions{ThreadID: "t", CheckpointID: beforeB.Config.CheckpointID})
+	out := cstInvoke(t, g, graph.Update{}, &graph.RunOptions{ThreadID: "t", CheckpointID: beforeB.Config.CheckpointID})
 	cstDiff(t, "replay result", []string{"a", "b2", "c"}, trail.Get(out))
 	cstDiff(t, "calls", map[string]int{"a": 1, "b": 2, "c": 2}, calls.all())
 
@@ -1043,13 +1065,13 @@ func TestStateReplayFromCheckpoint(t *testing.T) {
 func TestStateReplayFinalCheckpointIsNoop(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).AddNode("a", cstStep(trail, calls, "a")).AddEdge(graph.START, "a"),
+	g := cstCompile(t, graph.New(trail).AddNode("a", cstStep(trail, calls, "a"), nil).AddEdge(graph.START, "a"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	cstInvoke(t, g, graph.Input(), cstThread("t"))
 	final := cstState(t, g, cstCfg("t"))
 	cstDiff(t, "final next", []string{}, final.Next)
 
-	out := cstInvoke(t, g, graph.Update{}, graph.RunOptions{ThreadID: "t", CheckpointID: final.Config.CheckpointID})
+	out := cstInvoke(t, g, graph.Update{}, &graph.RunOptions{ThreadID: "t", CheckpointID: final.Config.CheckpointID})
 	cstDiff(t, "replayed values", []string{"a"}, trail.Get(out))
 	cstDiff(t, "calls", map[string]int{"a": 1}, calls.all())
 }
@@ -1062,8 +1084,8 @@ func TestStateHistoryListing(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
 	g := cstCompile(t, cstChain(trail, calls), graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
-	cstInvoke(t, g, trail.Write([]string{"1"}), graph.RunOptions{ThreadID: "t", Metadata: map[string]any{"run": "first"}})
-	cstInvoke(t, g, trail.Write([]string{"2"}), graph.RunOptions{ThreadID: "t", Metadata: map[string]any{"run": "second"}})
+	cstInvoke(t, g, trail.Write([]string{"1"}), &graph.RunOptions{ThreadID: "t", Metadata: map[string]any{"run": "first"}})
+	cstInvoke(t, g, trail.Write([]string{"2"}), &graph.RunOptions{ThreadID: "t", Metadata: map[string]any{"run": "second"}})
 	cstInvoke(t, g, trail.Write([]string{"other"}), cstThread("u"))
 
 	all := cstHistory(t, g, "t")
@@ -1127,8 +1149,9 @@ func TestStateHistoryListing(t *testing.T) {
 func TestStateMetadataStepNumbers(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("a", cstStep(trail, calls, "a")).AddNode("b", cstStep(trail, calls, "b")).
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"a", cstStep(trail, calls, "a"), nil).AddNode(
+		"b", cstStep(trail, calls, "b"), nil).
 		AddEdge(graph.START, "a").AddEdge("a", "b"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	cstInvoke(t, g, graph.Input(), cstThread("t"))
@@ -1176,19 +1199,23 @@ func TestStateSubgraphSharesChannels(t *testing.T) {
 	calls := newCstCalls()
 	trail := graph.Value[string]("trail")
 	inner := graph.Value[string]("inner")
-	child := cstCompile(t, graph.New(trail, inner).
-		AddNode("c1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	child := cstCompile(t, graph.New(trail, inner).AddNode(
+		"c1", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("c1")
 			return inner.Write("saw " + trail.Get(s)).And(trail.Write(trail.Get(s) + "+c1")), nil
-		}).
-		AddNode("c2", cstAppendTo(trail, calls, "c2")).
+		}, nil).AddNode(
+
+		"c2", cstAppendTo(trail, calls, "c2"), nil).
 		AddEdge(graph.START, "c1").AddEdge("c1", "c2"))
 	parentTrail := graph.Value[string]("trail")
 	saver := checkpoint.NewMemory()
-	g := cstCompile(t, graph.New(parentTrail).
-		AddNode("p1", cstAppendTo(parentTrail, calls, "p1")).
-		AddSubgraph("sub", child).
-		AddNode("p2", cstAppendTo(parentTrail, calls, "p2")).
+	g := cstCompile(t, graph.New(parentTrail).AddNode(
+		"p1", cstAppendTo(parentTrail, calls, "p1"), nil).AddSubgraph(
+
+		"sub", child, nil).
+		AddNode(
+
+			"p2", cstAppendTo(parentTrail, calls, "p2"), nil).
 		AddEdge(graph.START, "p1").AddEdge("p1", "sub").AddEdge("sub", "p2"),
 		graph.CompileOptions{Checkpointer: saver})
 
@@ -1234,17 +1261,19 @@ func TestStateSubgraphStateWhileInterrupted(t *testing.T) {
 	calls := newCstCalls()
 	trail := graph.Value[string]("trail")
 	inner := graph.Value[string]("inner")
-	child := cstCompile(t, graph.New(trail, inner).
-		AddNode("c1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	child := cstCompile(t, graph.New(trail, inner).AddNode(
+		"c1", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("c1")
 			return inner.Write("hidden").And(trail.Write(trail.Get(s) + "+c1")), nil
-		}).
-		AddNode("c2", cstAppendTo(trail, calls, "c2")).
+		}, nil).AddNode(
+
+		"c2", cstAppendTo(trail, calls, "c2"), nil).
 		AddEdge(graph.START, "c1").AddEdge("c1", "c2"),
 		graph.CompileOptions{InterruptBefore: []string{"c2"}})
-	g := cstCompile(t, graph.New(trail).
-		AddNode("p1", cstAppendTo(trail, calls, "p1")).
-		AddSubgraph("sub", child).
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"p1", cstAppendTo(trail, calls, "p1"), nil).AddSubgraph(
+
+		"sub", child, nil).
 		AddEdge(graph.START, "p1").AddEdge("p1", "sub"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -1296,22 +1325,27 @@ func TestStateSubgraphStateWhileInterrupted(t *testing.T) {
 func TestStateSubgraphInterruptResumedFromParent(t *testing.T) {
 	calls := newCstCalls()
 	trail := graph.Value[string]("trail")
-	child := cstCompile(t, graph.New(trail).
-		AddNode("c1", cstAppendTo(trail, calls, "c1")).
-		AddNode("c2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	child := cstCompile(t, graph.New(trail).AddNode(
+		"c1", cstAppendTo(trail, calls, "c1"), nil).AddNode(
+
+		"c2", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("c2")
 			v, err := graph.Interrupt[string](ctx, "inner question")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write(trail.Get(s) + "+c2:" + v), nil
-		}).
-		AddNode("c3", cstAppendTo(trail, calls, "c3")).
+		}, nil).AddNode(
+
+		"c3", cstAppendTo(trail, calls, "c3"), nil).
 		AddEdge(graph.START, "c1").AddEdge("c1", "c2").AddEdge("c2", "c3"))
-	g := cstCompile(t, graph.New(trail).
-		AddNode("p1", cstAppendTo(trail, calls, "p1")).
-		AddSubgraph("sub", child).
-		AddNode("p2", cstAppendTo(trail, calls, "p2")).
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"p1", cstAppendTo(trail, calls, "p1"), nil).AddSubgraph(
+
+		"sub", child, nil).
+		AddNode(
+
+			"p2", cstAppendTo(trail, calls, "p2"), nil).
 		AddEdge(graph.START, "p1").AddEdge("p1", "sub").AddEdge("sub", "p2"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -1345,12 +1379,14 @@ func TestStateSubgraphSequentialInterrupts(t *testing.T) {
 			return answers.Write([]string{name + "=" + v}), nil
 		}
 	}
-	child := cstCompile(t, graph.New(answers).
-		AddNode("q1", asker("q1")).AddNode("q2", asker("q2")).
+	child := cstCompile(t, graph.New(answers).AddNode(
+		"q1", asker("q1"), nil).AddNode(
+		"q2", asker("q2"), nil).
 		AddEdge(graph.START, "q1").AddEdge("q1", "q2"))
 	parentAnswers := cstLog("answers")
-	g := cstCompile(t, graph.New(parentAnswers).
-		AddSubgraph("sub", child).AddEdge(graph.START, "sub"),
+	g := cstCompile(t, graph.New(parentAnswers).AddSubgraph(
+		"sub", child, nil).
+		AddEdge(graph.START, "sub"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
 	out := cstInvoke(t, g, graph.Input(), cstThread("t"))
@@ -1372,26 +1408,33 @@ func TestStateSubgraphSequentialInterrupts(t *testing.T) {
 func TestStateDoublyNestedSubgraphInterrupt(t *testing.T) {
 	calls := newCstCalls()
 	trail := graph.Value[string]("trail")
-	grandchild := cstCompile(t, graph.New(trail).
-		AddNode("g1", cstAppendTo(trail, calls, "g1")).
-		AddNode("g2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	grandchild := cstCompile(t, graph.New(trail).AddNode(
+		"g1", cstAppendTo(trail, calls, "g1"), nil).AddNode(
+
+		"g2", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("g2")
 			v, err := graph.Interrupt[string](ctx, "deep question")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write(trail.Get(s) + "+g2:" + v), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "g1").AddEdge("g1", "g2"))
-	child := cstCompile(t, graph.New(trail).
-		AddNode("c1", cstAppendTo(trail, calls, "c1")).
-		AddSubgraph("grand", grandchild).
-		AddNode("c2", cstAppendTo(trail, calls, "c2")).
+	child := cstCompile(t, graph.New(trail).AddNode(
+		"c1", cstAppendTo(trail, calls, "c1"), nil).AddSubgraph(
+
+		"grand", grandchild, nil).
+		AddNode(
+
+			"c2", cstAppendTo(trail, calls, "c2"), nil).
 		AddEdge(graph.START, "c1").AddEdge("c1", "grand").AddEdge("grand", "c2"))
-	g := cstCompile(t, graph.New(trail).
-		AddNode("p1", cstAppendTo(trail, calls, "p1")).
-		AddSubgraph("child", child).
-		AddNode("p2", cstAppendTo(trail, calls, "p2")).
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"p1", cstAppendTo(trail, calls, "p1"), nil).AddSubgraph(
+
+		"child", child, nil).
+		AddNode(
+
+			"p2", cstAppendTo(trail, calls, "p2"), nil).
 		AddEdge(graph.START, "p1").AddEdge("p1", "child").AddEdge("child", "p2"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -1433,17 +1476,20 @@ func TestStateDoublyNestedSubgraphInterrupt(t *testing.T) {
 func TestStateParentCommandGoto(t *testing.T) {
 	calls := newCstCalls()
 	dialog := cstLog("dialog")
-	child := cstCompile(t, graph.New(dialog).
-		AddNode("a_child", cstStep(dialog, calls, "a_child")).
-		AddNode("b_child", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	child := cstCompile(t, graph.New(dialog).AddNode(
+		"a_child", cstStep(dialog, calls, "a_child"), nil).AddNode(
+
+		"b_child", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("b_child")
 			return dialog.Write([]string{"b_child_state"}).Goto("b_parent").ToParent(), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "a_child").AddEdge("a_child", "b_child"))
 	parentDialog := cstLog("dialog")
-	g := cstCompile(t, graph.New(parentDialog).
-		AddSubgraph("sub", child, graph.NodeOptions{Destinations: []string{"b_parent"}}).
-		AddNode("b_parent", cstStep(parentDialog, calls, "b_parent")).
+	g := cstCompile(t, graph.New(parentDialog).AddSubgraph(
+		"sub", child, &graph.NodeOptions{Destinations: []string{"b_parent"}}).
+		AddNode(
+
+			"b_parent", cstStep(parentDialog, calls, "b_parent"), nil).
 		AddEdge(graph.START, "sub"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -1459,11 +1505,12 @@ func TestStateParentCommandGoto(t *testing.T) {
 func TestStateParentCommandAtRootIsError(t *testing.T) {
 	value := graph.Value[string]("value")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(value).
-		AddNode("parent_cmd", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(value).AddNode(
+		"parent_cmd", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("parent_cmd")
 			return value.Write("x").Goto("elsewhere").ToParent(), nil
-		}).AddEdge(graph.START, "parent_cmd"),
+		}, nil).
+		AddEdge(graph.START, "parent_cmd"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	_, err := g.Invoke(context.Background(), value.Write("start"), cstThread("t"))
 	if err == nil || !strings.Contains(err.Error(), "ToParent") || !strings.Contains(err.Error(), "not a subgraph") {
@@ -1485,28 +1532,32 @@ func TestStateParentCommandAtRootIsError(t *testing.T) {
 func cstSendAskers(t *testing.T, items []string, calls *cstCalls) (*graph.Graph, *graph.ReduceChannel[[]string]) {
 	results := cstLog("results")
 	item := graph.Value[string]("item")
-	g := cstCompile(t, graph.New(results).
-		AddNode("fan", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(results).AddNode(
+		"fan", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("fan")
 			return graph.Update{}, nil
-		}).
-		AddNode("worker", func(ctx context.Context, s graph.State) (graph.Update, error) {
-			it := item.Get(s)
-			calls.hit("worker " + it)
-			ans, err := graph.Interrupt[string](ctx, "about "+it)
-			if err != nil {
-				return graph.Update{}, err
-			}
-			return results.Write([]string{it + "=" + ans}), nil
-		}, graph.NodeOptions{Input: []graph.Channel{item}}).
-		AddEdge(graph.START, "fan").
-		AddConditionalEdges("fan", func(ctx context.Context, s graph.State) (graph.Route, error) {
+		}, nil).
+		AddNode(
+
+			"worker", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				it := item.Get(s)
+				calls.hit("worker " + it)
+				ans, err := graph.Interrupt[string](ctx, "about "+it)
+				if err != nil {
+					return graph.Update{}, err
+				}
+				return results.Write([]string{it + "=" + ans}), nil
+			}, &graph.NodeOptions{Input: []graph.Channel{item}}).
+		AddEdge(graph.START, "fan").AddConditionalEdges(
+
+		"fan", func(ctx context.Context, s graph.State) (graph.Route, error) {
 			var sends []graph.Send
 			for _, it := range items {
 				sends = append(sends, graph.Send{Node: "worker", Arg: item.Write(it)})
 			}
 			return graph.Sends(sends...), nil
-		}),
+		}, nil),
+
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	return g, results
 }
@@ -1581,17 +1632,19 @@ func TestStateSendFanOutResumedAtOnce(t *testing.T) {
 func TestStateConcurrentThreads(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("left", cstStep(trail, calls, "left")).
-		AddNode("right", cstStep(trail, calls, "right")).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"left", cstStep(trail, calls, "left"), nil).AddNode(
+
+		"right", cstStep(trail, calls, "right"), nil).AddNode(
+
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("ask")
 			v, err := graph.Interrupt[string](ctx, "who?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write([]string{"ask:" + v}), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "left").AddEdge(graph.START, "right").
 		AddJoin([]string{"left", "right"}, "ask"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
@@ -1605,7 +1658,7 @@ func TestStateConcurrentThreads(t *testing.T) {
 			defer wg.Done()
 			id := fmt.Sprintf("thread-%d", i)
 			opts := graph.RunOptions{ThreadID: id}
-			out, err := g.Invoke(context.Background(), trail.Write([]string{id}), opts)
+			out, err := g.Invoke(context.Background(), trail.Write([]string{id}), &opts)
 			if err != nil {
 				errs <- err
 				return
@@ -1614,7 +1667,7 @@ func TestStateConcurrentThreads(t *testing.T) {
 				errs <- fmt.Errorf("%s: interrupts %+v", id, out.Interrupts())
 				return
 			}
-			out, err = g.Invoke(context.Background(), graph.Resume(id), opts)
+			out, err = g.Invoke(context.Background(), graph.Resume(id), &opts)
 			if err != nil {
 				errs <- err
 				return
@@ -1654,9 +1707,10 @@ func TestStateCancelMidStepKeepsLastCheckpoint(t *testing.T) {
 			started := make(chan struct{}, 1)
 			var mu sync.Mutex
 			block := true
-			g := cstCompile(t, graph.New(trail).
-				AddNode("a", cstStep(trail, calls, "a")).
-				AddNode("slow", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			g := cstCompile(t, graph.New(trail).AddNode(
+				"a", cstStep(trail, calls, "a"), nil).AddNode(
+
+				"slow", func(ctx context.Context, s graph.State) (graph.Update, error) {
 					calls.hit("slow")
 					mu.Lock()
 					b := block
@@ -1667,8 +1721,9 @@ func TestStateCancelMidStepKeepsLastCheckpoint(t *testing.T) {
 						return graph.Update{}, ctx.Err()
 					}
 					return trail.Write([]string{"slow"}), nil
-				}).
-				AddNode("c", cstStep(trail, calls, "c")).
+				}, nil).AddNode(
+
+				"c", cstStep(trail, calls, "c"), nil).
 				AddEdge(graph.START, "a").AddEdge("a", "slow").AddEdge("slow", "c"),
 				graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 			opts := graph.RunOptions{ThreadID: "t", Durability: d}
@@ -1678,7 +1733,7 @@ func TestStateCancelMidStepKeepsLastCheckpoint(t *testing.T) {
 				<-started
 				cancel()
 			}()
-			_, err := g.Invoke(ctx, trail.Write([]string{"in"}), opts)
+			_, err := g.Invoke(ctx, trail.Write([]string{"in"}), &opts)
 			cancel()
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want context.Canceled", err)
@@ -1690,7 +1745,7 @@ func TestStateCancelMidStepKeepsLastCheckpoint(t *testing.T) {
 			mu.Lock()
 			block = false
 			mu.Unlock()
-			out := cstInvoke(t, g, graph.Update{}, opts)
+			out := cstInvoke(t, g, graph.Update{}, &opts)
 			cstDiff(t, "final", []string{"in", "a", "slow", "c"}, trail.Get(out))
 			cstDiff(t, "calls", map[string]int{"a": 1, "slow": 2, "c": 1}, calls.all())
 		})
@@ -1708,12 +1763,13 @@ func TestStateCancelWithParallelNodes(t *testing.T) {
 	started := make(chan struct{}, 1)
 	var mu sync.Mutex
 	block := true
-	g := cstCompile(t, graph.New(value).
-		AddNode("fast", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(value).AddNode(
+		"fast", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("fast")
 			return value.Write(10), nil
-		}).
-		AddNode("slow", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"slow", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("slow")
 			mu.Lock()
 			b := block
@@ -1724,7 +1780,7 @@ func TestStateCancelWithParallelNodes(t *testing.T) {
 				return graph.Update{}, ctx.Err()
 			}
 			return value.Write(100), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "fast").AddEdge(graph.START, "slow"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -1765,16 +1821,17 @@ func TestStateCancelWithParallelNodes(t *testing.T) {
 func TestStateInterruptKeepsSiblingResult(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("ask")
 			v, err := graph.Interrupt[string](ctx, "?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write([]string{"ask:" + v}), nil
-		}).
-		AddNode("work", cstStep(trail, calls, "work")).
+		}, nil).AddNode(
+
+		"work", cstStep(trail, calls, "work"), nil).
 		AddEdge(graph.START, "ask").AddEdge(graph.START, "work"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -1795,16 +1852,17 @@ func TestStateInterruptKeepsSiblingResult(t *testing.T) {
 func TestStateReplayBeforeInterruptRefires(t *testing.T) {
 	trail := cstLog("trail")
 	calls := newCstCalls()
-	g := cstCompile(t, graph.New(trail).
-		AddNode("a", cstStep(trail, calls, "a")).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := cstCompile(t, graph.New(trail).AddNode(
+		"a", cstStep(trail, calls, "a"), nil).AddNode(
+
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("ask")
 			v, err := graph.Interrupt[string](ctx, "name?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return trail.Write([]string{"ask:" + v}), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "a").AddEdge("a", "ask"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
@@ -1823,7 +1881,7 @@ func TestStateReplayBeforeInterruptRefires(t *testing.T) {
 	if beforeAsk.Config.CheckpointID == "" {
 		t.Fatal("no checkpoint before ask in history")
 	}
-	out = cstInvoke(t, g, graph.Update{}, graph.RunOptions{ThreadID: "t", CheckpointID: beforeAsk.Config.CheckpointID})
+	out = cstInvoke(t, g, graph.Update{}, &graph.RunOptions{ThreadID: "t", CheckpointID: beforeAsk.Config.CheckpointID})
 	cstDiff(t, "replay asks again", []any{"name?"}, cstInterruptValues(out.Interrupts()))
 	if out.Interrupts()[0].ID == first.Interrupts()[0].ID {
 		t.Errorf("the replayed interrupt reuses the old id %s; a fork gets new task ids", first.Interrupts()[0].ID)
@@ -1848,7 +1906,7 @@ func TestStateReplayPassesStaticBreakpoint(t *testing.T) {
 	stopped := cstState(t, g, cstCfg("t"))
 	cstDiff(t, "stopped before b", []string{"b"}, stopped.Next)
 
-	out := cstInvoke(t, g, graph.Update{}, graph.RunOptions{ThreadID: "t", CheckpointID: stopped.Config.CheckpointID})
+	out := cstInvoke(t, g, graph.Update{}, &graph.RunOptions{ThreadID: "t", CheckpointID: stopped.Config.CheckpointID})
 	cstDiff(t, "replay runs b and c", []string{"in", "a", "b", "c"}, trail.Get(out))
 	cstDiff(t, "calls", map[string]int{"a": 1, "b": 1, "c": 1}, calls.all())
 	latest := cstState(t, g, cstCfg("t"))
@@ -1878,13 +1936,17 @@ func cstDeferredUpdate(t *testing.T, join bool) {
 	node := func(f func(s graph.State) graph.Update) graph.NodeFunc {
 		return func(ctx context.Context, s graph.State) (graph.Update, error) { return f(s), nil }
 	}
-	b := graph.New(query, answer, docs).
-		AddNode("rewrite_query", node(func(s graph.State) graph.Update { return query.Write("query: " + query.Get(s)) })).
-		AddNode("analyzer_one", node(func(s graph.State) graph.Update { return query.Write("analyzed: " + query.Get(s)) })).
-		AddNode("retriever_one", node(func(graph.State) graph.Update { return docs.Write([]string{"doc1", "doc2"}) })).
-		AddNode("retriever_two", node(func(graph.State) graph.Update { return docs.Write([]string{"doc3", "doc4"}) })).
-		AddNode("qa", node(func(s graph.State) graph.Update { return answer.Write(strings.Join(docs.Get(s), ",")) }),
-			graph.NodeOptions{Defer: true}).
+	b := graph.New(query, answer, docs).AddNode(
+		"rewrite_query", node(func(s graph.State) graph.Update { return query.Write("query: " + query.Get(s)) }), nil).AddNode(
+
+		"analyzer_one", node(func(s graph.State) graph.Update { return query.Write("analyzed: " + query.Get(s)) }), nil).AddNode(
+
+		"retriever_one", node(func(graph.State) graph.Update { return docs.Write([]string{"doc1", "doc2"}) }), nil).AddNode(
+
+		"retriever_two", node(func(graph.State) graph.Update { return docs.Write([]string{"doc3", "doc4"}) }), nil).
+		AddNode(
+
+			"qa", node(func(s graph.State) graph.Update { return answer.Write(strings.Join(docs.Get(s), ",")) }), &graph.NodeOptions{Defer: true}).
 		AddEdge(graph.START, "rewrite_query").
 		AddEdge("rewrite_query", "retriever_one").AddEdge("retriever_one", "analyzer_one").
 		AddEdge("rewrite_query", "retriever_two").
@@ -1936,8 +1998,8 @@ func TestStateResumeWithUpdate(t *testing.T) {
 	for _, byID := range []bool{false, true} {
 		t.Run(fmt.Sprintf("byID=%v", byID), func(t *testing.T) {
 			myKey := graph.Reduce("my_key", func(a, b string) string { return a + b })
-			g := cstCompile(t, graph.New(myKey).
-				AddNode("node", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			g := cstCompile(t, graph.New(myKey).AddNode(
+				"node", func(ctx context.Context, s graph.State) (graph.Update, error) {
 					a, err := graph.Interrupt[string](ctx, map[string]int{"value": 1})
 					if err != nil {
 						return graph.Update{}, err
@@ -1947,7 +2009,7 @@ func TestStateResumeWithUpdate(t *testing.T) {
 						return graph.Update{}, err
 					}
 					return myKey.Write(a + " " + b), nil
-				}).
+				}, nil).
 				AddEdge(graph.START, "node"),
 				graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 			ctx := context.Background()
@@ -1960,7 +2022,7 @@ func TestStateResumeWithUpdate(t *testing.T) {
 			stream := func(in graph.Update, modes ...graph.StreamMode) []graph.Event {
 				t.Helper()
 				var evs []graph.Event
-				for ev, err := range g.Stream(ctx, in, graph.RunOptions{ThreadID: "1", StreamModes: modes}) {
+				for ev, err := range g.Stream(ctx, in, &graph.RunOptions{ThreadID: "1", StreamModes: modes}) {
 					if err != nil {
 						t.Fatalf("Stream: %v", err)
 					}
@@ -2008,9 +2070,10 @@ func TestStateBulkUpdateRebuildsHistory(t *testing.T) {
 	set := func(v string) graph.NodeFunc {
 		return func(ctx context.Context, s graph.State) (graph.Update, error) { return foo.Write(v), nil }
 	}
-	g := cstCompile(t, graph.New(foo).
-		AddNode("agent", set("agent")).
-		AddNode("tool", set("tool")).
+	g := cstCompile(t, graph.New(foo).AddNode(
+		"agent", set("agent"), nil).AddNode(
+
+		"tool", set("tool"), nil).
 		AddEdge(graph.START, "agent").AddEdge("agent", "tool"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	for range 2 {
@@ -2083,25 +2146,28 @@ func TestStateBulkUpdateRebuildsHistory(t *testing.T) {
 func TestStateSubgraphKeepsStateAcrossCalls(t *testing.T) {
 	myKey := graph.Reduce("my_key", func(a, b string) string { return a + b })
 	other := graph.Value[string]("my_other_key")
-	inner := cstCompile(t, graph.New(myKey, other).
-		AddNode("inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	inner := cstCompile(t, graph.New(myKey, other).AddNode(
+		"inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return myKey.Write(" got here").And(other.Write(myKey.Get(s))), nil
-		}).
-		AddNode("inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return myKey.Write(" and there"), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "inner_1").AddEdge("inner_1", "inner_2"),
 		graph.CompileOptions{KeepState: true})
 	parentKey := graph.Value[string]("my_key")
-	g := cstCompile(t, graph.New(parentKey).
-		AddSubgraph("inner", inner).
-		AddEdge(graph.START, "inner").
-		AddConditionalEdges("inner", func(ctx context.Context, s graph.State) (graph.Route, error) {
+	g := cstCompile(t, graph.New(parentKey).AddSubgraph(
+		"inner", inner, nil).
+		AddEdge(graph.START, "inner").AddConditionalEdges(
+
+		"inner", func(ctx context.Context, s graph.State) (graph.Route, error) {
 			if strings.Count(parentKey.Get(s), "there") < 2 {
 				return graph.To("inner"), nil
 			}
 			return graph.To(graph.END), nil
-		}),
+		}, nil),
+
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
 	for _, d := range []graph.Durability{graph.DurabilityAsync, graph.DurabilitySync, graph.DurabilityExit} {
@@ -2118,7 +2184,7 @@ func cstKeptSubgraphRun(t *testing.T, g *graph.Graph, d graph.Durability, parent
 	}
 	var got []item
 	thread := "kept-" + string(d)
-	for ev, err := range g.Stream(ctx, parentKey.Write(""), graph.RunOptions{ThreadID: thread, Subgraphs: true, Durability: d}) {
+	for ev, err := range g.Stream(ctx, parentKey.Write(""), &graph.RunOptions{ThreadID: thread, Subgraphs: true, Durability: d}) {
 		if err != nil {
 			t.Fatalf("Stream: %v", err)
 		}
@@ -2149,7 +2215,7 @@ func cstKeptSubgraphRun(t *testing.T, g *graph.Graph, d graph.Durability, parent
 		t.Errorf("parent history has %d checkpoints, want %d", n, wantCheckpoints)
 	}
 	// Another thread starts the subgraph afresh.
-	out := cstInvoke(t, g, parentKey.Write(""), graph.RunOptions{ThreadID: thread + "-other", Durability: d})
+	out := cstInvoke(t, g, parentKey.Write(""), &graph.RunOptions{ThreadID: thread + "-other", Durability: d})
 	if got := parentKey.Get(out); got != " got here and there got here and there got here and there" {
 		t.Errorf("other thread's result = %q", got)
 	}
@@ -2162,14 +2228,14 @@ func TestStateKeptSubgraphInterruptResumes(t *testing.T) {
 	ctx := context.Background()
 	calls := newCstCalls()
 	bar := cstLog("bar")
-	inner := cstCompile(t, graph.New(bar).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	inner := cstCompile(t, graph.New(bar).AddNode(
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.hit("ask")
 			return bar.Write([]string{graph.Ask[string](ctx, "baz?")}), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "ask"),
 		graph.CompileOptions{KeepState: true})
-	g := cstCompile(t, graph.New(bar).AddSubgraph("sub", inner).AddEdge(graph.START, "sub"),
+	g := cstCompile(t, graph.New(bar).AddSubgraph("sub", inner, nil).AddEdge(graph.START, "sub"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
 	out := cstInvoke(t, g, bar.Write([]string{"a"}), cstThread("1"))

@@ -157,7 +157,7 @@ func csModes(ms ...graph.StreamMode) []graph.StreamMode { return ms }
 
 func csCompile(t *testing.T, b *graph.Builder, opts ...graph.CompileOptions) *graph.Graph {
 	t.Helper()
-	g, err := b.Compile(opts...)
+	g, err := b.Compile(opt(opts))
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -180,25 +180,29 @@ var (
 // analyzer_one -> retriever_one and, in parallel, retriever_two; qa joins the
 // two retrievers. retriever_two finishes only once gate opens.
 func csFanOut(gate *csGate) *graph.Builder {
-	return graph.New(csQuery, csAnswer, csDocs).
-		AddNode("rewrite_query", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	return graph.New(csQuery, csAnswer, csDocs).AddNode(
+		"rewrite_query", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csQuery.Write("query: " + csQuery.Get(s)), nil
-		}).
-		AddNode("analyzer_one", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"analyzer_one", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csQuery.Write("analyzed: " + csQuery.Get(s)), nil
-		}).
-		AddNode("retriever_one", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"retriever_one", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csDocs.Write([]string{"doc1", "doc2"}), nil
-		}).
-		AddNode("retriever_two", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"retriever_two", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			if err := csWait(ctx, gate.wait()); err != nil {
 				return graph.Update{}, err
 			}
 			return csDocs.Write([]string{"doc3", "doc4"}), nil
-		}).
-		AddNode("qa", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"qa", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csAnswer.Write(strings.Join(csDocs.Get(s), ",")), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "rewrite_query").
 		AddEdge("rewrite_query", "analyzer_one").
 		AddEdge("analyzer_one", "retriever_one").
@@ -233,7 +237,7 @@ func TestConformanceStreamDefaultUpdates(t *testing.T) {
 
 	gate := newCSGate()
 	g := csCompile(t, csFanOut(gate))
-	evs, err := csDrain(t, g.Stream(ctx, csQuery.Write("what is weather in sf")), csOpenAfter(gate, "analyzer_one"))
+	evs, err := csDrain(t, g.Stream(ctx, csQuery.Write("what is weather in sf"), nil), csOpenAfter(gate, "analyzer_one"))
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
@@ -252,7 +256,7 @@ func TestConformanceStreamDefaultUpdates(t *testing.T) {
 	gate = newCSGate()
 	gi := csCompile(t, csFanOut(gate), graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptAfter: []string{"retriever_one"}})
 	opts := graph.RunOptions{ThreadID: "1"}
-	evs, err = csDrain(t, gi.Stream(ctx, csQuery.Write("what is weather in sf"), opts), csOpenAfter(gate, "analyzer_one"))
+	evs, err = csDrain(t, gi.Stream(ctx, csQuery.Write("what is weather in sf"), &opts), csOpenAfter(gate, "analyzer_one"))
 	if err != nil {
 		t.Fatalf("Stream with interrupt_after: %v", err)
 	}
@@ -263,7 +267,7 @@ func TestConformanceStreamDefaultUpdates(t *testing.T) {
 	if nu := evs[len(evs)-1].Data.(graph.NodeUpdate); nu.Node != "__interrupt__" || len(nu.Interrupts) != 0 {
 		t.Errorf("static interrupt event = %+v; want node __interrupt__ without interrupts", nu)
 	}
-	evs, err = csDrain(t, gi.Stream(ctx, graph.Update{}, opts), nil)
+	evs, err = csDrain(t, gi.Stream(ctx, graph.Update{}, &opts), nil)
 	if err != nil {
 		t.Fatalf("continue: %v", err)
 	}
@@ -286,20 +290,22 @@ var (
 // makes no event either.
 func TestConformanceStreamValuesMode(t *testing.T) {
 	ctx := context.Background()
-	g := csCompile(t, graph.New(csFoo, csBar).
-		AddNode("same", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csFoo, csBar).AddNode(
+		"same", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csFoo.Write(csFoo.Get(s)), nil
-		}).
-		AddNode("noop", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"noop", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return graph.Update{}, nil
-		}).
-		AddNode("change", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"change", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csFoo.Write("baz").And(csBar.Write("b")), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "same").AddEdge("same", "noop").AddEdge("noop", "change").AddEdge("change", graph.END))
 
 	opts := graph.RunOptions{StreamModes: csModes(graph.StreamValues)}
-	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("bar"), opts), nil)
+	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("bar"), &opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +323,7 @@ func TestConformanceStreamValuesMode(t *testing.T) {
 		}
 	}
 
-	evs, err = csDrain(t, g.Stream(ctx, graph.Input(), opts), nil)
+	evs, err = csDrain(t, g.Stream(ctx, graph.Input(), &opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,12 +373,14 @@ func TestConformanceStreamModeOrder(t *testing.T) {
 			return csFoo.Write(v), nil
 		}
 	}
-	g := csCompile(t, graph.New(csFoo, csBar).
-		AddNode("one", node("one", nil)).
-		AddNode("two", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csFoo, csBar).AddNode(
+		"one", node("one", nil), nil).AddNode(
+
+		"two", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csBar.Write("two"), nil
-		}).
-		AddNode("three", node("three", gate)).
+		}, nil).AddNode(
+
+		"three", node("three", gate), nil).
 		AddEdge(graph.START, "one").AddEdge("one", "two").AddEdge("one", "three").
 		AddJoin([]string{"two", "three"}, graph.END),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
@@ -384,7 +392,7 @@ func TestConformanceStreamModeOrder(t *testing.T) {
 		}
 	}
 	opts := graph.RunOptions{ThreadID: "1", StreamModes: csModes(graph.StreamValues, graph.StreamUpdates, graph.StreamTasks, graph.StreamCheckpoints)}
-	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("input"), opts), onEvent)
+	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("input"), &opts), onEvent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,23 +436,24 @@ var (
 // state it continues from.
 func TestConformanceStreamInterruptValues(t *testing.T) {
 	ctx := context.Background()
-	g := csCompile(t, graph.New(csRobot, csHuman).
-		AddNode("robot_input_node", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csRobot, csHuman).AddNode(
+		"robot_input_node", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csRobot.Write("beep boop i am a robot"), nil
-		}).
-		AddNode("human_input_node", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"human_input_node", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			v, err := graph.Interrupt[string](ctx, "interrupt")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return csHuman.Write(v), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "robot_input_node").
 		AddEdge("robot_input_node", "human_input_node"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	opts := graph.RunOptions{ThreadID: "t", StreamModes: csModes(graph.StreamUpdates, graph.StreamValues)}
 
-	evs, err := csDrain(t, g.Stream(ctx, graph.Input(), opts), nil)
+	evs, err := csDrain(t, g.Stream(ctx, graph.Input(), &opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +478,7 @@ func TestConformanceStreamInterruptValues(t *testing.T) {
 		t.Errorf("last event %+v: want a values State carrying the interrupt", evs[len(evs)-1])
 	}
 
-	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("i am a human"), opts), nil)
+	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("i am a human"), &opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +514,7 @@ func TestConformanceStreamStaticInterrupts(t *testing.T) {
 	t.Run("before", func(t *testing.T) {
 		g := csCompile(t, build(), graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptBefore: []string{"b"}})
 		opts := graph.RunOptions{ThreadID: "1", StreamModes: ms}
-		evs, err := csDrain(t, g.Stream(ctx, csFoo.Write(">"), opts), nil)
+		evs, err := csDrain(t, g.Stream(ctx, csFoo.Write(">"), &opts), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -518,7 +527,7 @@ func TestConformanceStreamStaticInterrupts(t *testing.T) {
 		if diff := cmp.Diff(want, csItems(t, evs)); diff != "" {
 			t.Errorf("first run (-want +got):\n%s", diff)
 		}
-		evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, opts), nil)
+		evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, &opts), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,7 +544,7 @@ func TestConformanceStreamStaticInterrupts(t *testing.T) {
 	t.Run("after", func(t *testing.T) {
 		g := csCompile(t, build(), graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 		opts := graph.RunOptions{ThreadID: "1", StreamModes: ms, InterruptAfter: []string{"a"}}
-		evs, err := csDrain(t, g.Stream(ctx, csFoo.Write(">"), opts), nil)
+		evs, err := csDrain(t, g.Stream(ctx, csFoo.Write(">"), &opts), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -548,7 +557,7 @@ func TestConformanceStreamStaticInterrupts(t *testing.T) {
 		if diff := cmp.Diff(want, csItems(t, evs)); diff != "" {
 			t.Errorf("first run (-want +got):\n%s", diff)
 		}
-		evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, opts), nil)
+		evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, &opts), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -570,14 +579,14 @@ func TestConformanceStreamStaticInterrupts(t *testing.T) {
 // update; without the custom mode Emit does nothing.
 func TestConformanceStreamCustomWriter(t *testing.T) {
 	ctx := context.Background()
-	g := csCompile(t, graph.New(csFoo).
-		AddNode("my_node", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csFoo).AddNode(
+		"my_node", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			graph.Emit(ctx, "custom!")
 			return csFoo.Write(csFoo.Get(s)), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "my_node"))
 
-	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("bar"), graph.RunOptions{StreamModes: csModes(graph.StreamCustom)}), nil)
+	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("bar"), &graph.RunOptions{StreamModes: csModes(graph.StreamCustom)}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +594,7 @@ func TestConformanceStreamCustomWriter(t *testing.T) {
 		t.Errorf("custom only (-want +got):\n%s", diff)
 	}
 
-	evs, err = csDrain(t, g.Stream(ctx, csFoo.Write("bar"), graph.RunOptions{StreamModes: csModes(graph.StreamValues)}), nil)
+	evs, err = csDrain(t, g.Stream(ctx, csFoo.Write("bar"), &graph.RunOptions{StreamModes: csModes(graph.StreamValues)}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +602,7 @@ func TestConformanceStreamCustomWriter(t *testing.T) {
 		t.Errorf("values only (-want +got):\n%s", diff)
 	}
 
-	evs, err = csDrain(t, g.Stream(ctx, csFoo.Write("bar"), graph.RunOptions{StreamModes: csModes(graph.StreamCustom, graph.StreamUpdates)}), nil)
+	evs, err = csDrain(t, g.Stream(ctx, csFoo.Write("bar"), &graph.RunOptions{StreamModes: csModes(graph.StreamCustom, graph.StreamUpdates)}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,12 +625,11 @@ func TestConformanceStreamCustomParallel(t *testing.T) {
 	ctx := context.Background()
 	const workers, per = 8, 25
 	gate := newCSGate()
-	g := csCompile(t, graph.New(csN, csDone).
-		AddNode("worker", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csN, csDone).AddNode(
+		"worker", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			n := csN.Get(s)
 			if n == 0 {
-				// Like test_stream_buffering_single_node: the reader
-				// sees "before" while this node still waits.
+
 				graph.Emit(ctx, csObj{"n": 0, "i": -1})
 				if err := csWait(ctx, gate.wait()); err != nil {
 					return graph.Update{}, err
@@ -631,14 +639,15 @@ func TestConformanceStreamCustomParallel(t *testing.T) {
 				graph.Emit(ctx, csObj{"n": n, "i": i})
 			}
 			return csDone.Write([]int{n}), nil
-		}).
-		AddConditionalEdges(graph.START, func(ctx context.Context, s graph.State) (graph.Route, error) {
+		}, nil).AddConditionalEdges(
+
+		graph.START, func(ctx context.Context, s graph.State) (graph.Route, error) {
 			var sends []graph.Send
 			for n := range workers {
 				sends = append(sends, graph.Send{Node: "worker", Arg: csN.Write(n)})
 			}
 			return graph.Sends(sends...), nil
-		}))
+		}, nil))
 
 	next := map[int]int{} // the next custom index expected per worker
 	finished := map[int]bool{}
@@ -646,7 +655,7 @@ func TestConformanceStreamCustomParallel(t *testing.T) {
 		next[n] = 0
 	}
 	next[0] = -1
-	evs, err := csDrain(t, g.Stream(ctx, graph.Input(), graph.RunOptions{StreamModes: csModes(graph.StreamCustom, graph.StreamUpdates)}), func(ev graph.Event) {
+	evs, err := csDrain(t, g.Stream(ctx, graph.Input(), &graph.RunOptions{StreamModes: csModes(graph.StreamCustom, graph.StreamUpdates)}), func(ev graph.Event) {
 		switch ev.Mode {
 		case graph.StreamCustom:
 			m := ev.Data.(csObj)
@@ -716,8 +725,8 @@ func csMsgEvents(t *testing.T, evs []graph.Event) []graph.MessageEvent {
 func TestConformanceStreamMessages(t *testing.T) {
 	ctx := context.Background()
 	var chatTask atomic.Value
-	g := csCompile(t, graph.New(csMessages).
-		AddNode("chat", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csMessages).AddNode(
+		"chat", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			ti, _ := graph.CurrentTask(ctx)
 			chatTask.Store(ti.TaskID)
 			graph.StreamMessage(ctx, csMsg{ID: "ai-1", Role: "ai", Content: "Hel"})
@@ -726,15 +735,16 @@ func TestConformanceStreamMessages(t *testing.T) {
 			return csMessages.Write(append(slices.Clone(in),
 				csMsg{ID: "ai-1", Role: "ai", Content: "Hello"},
 				csMsg{ID: "tool-1", Role: "tool", Content: "42"})...), nil
-		}).
-		AddNode("echo", func(ctx context.Context, s graph.State) (graph.Update, error) {
-			// Writes back the whole history: all of it was input.
+		}, nil).AddNode(
+
+		"echo", func(ctx context.Context, s graph.State) (graph.Update, error) {
+
 			return csMessages.Write(csMessages.Get(s)...), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "chat").AddEdge("chat", "echo"))
 
-	evs, err := csDrain(t, g.Stream(ctx, csMessages.Write(csMsg{ID: "h-1", Role: "human", Content: "hi"}),
-		graph.RunOptions{StreamModes: csModes(graph.StreamMessages, graph.StreamUpdates, graph.StreamValues)}), nil)
+	evs, err := csDrain(t, g.Stream(ctx, csMessages.Write(csMsg{ID: "h-1", Role: "human", Content: "hi"}), &graph.RunOptions{StreamModes: csModes(graph.StreamMessages, graph.StreamUpdates, graph.StreamValues)}),
+		nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -776,7 +786,7 @@ func TestConformanceStreamMessages(t *testing.T) {
 		t.Errorf("final values (-want +got):\n%s", diff)
 	}
 	// Without the messages mode, StreamMessage does nothing.
-	evs, err = csDrain(t, g.Stream(ctx, csMessages.Write(csMsg{ID: "h-1", Role: "human", Content: "hi"})), nil)
+	evs, err = csDrain(t, g.Stream(ctx, csMessages.Write(csMsg{ID: "h-1", Role: "human", Content: "hi"}), nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -790,23 +800,26 @@ func TestConformanceStreamMessages(t *testing.T) {
 // the whole state back.
 func csModelGraph(t *testing.T, replies []csMsg, co ...graph.CompileOptions) *graph.Graph {
 	var mu sync.Mutex
-	sub := csCompile(t, graph.New(csMessages).
-		AddNode("call_model", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	sub := csCompile(t, graph.New(csMessages).AddNode(
+		"call_model", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			m := replies[0]
 			replies = replies[1:]
 			return csMessages.Write(m), nil
-		}).
-		AddNode("route", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"route", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return graph.Update{}, nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "call_model").AddEdge("call_model", "route"))
-	return csCompile(t, graph.New(csMessages).
-		AddSubgraph("node_1", sub).
-		AddNode("node_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
-			return csMessages.Write(csMessages.Get(s)...), nil
-		}).
+	return csCompile(t, graph.New(csMessages).AddSubgraph(
+		"node_1", sub, nil).
+		AddNode(
+
+			"node_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				return csMessages.Write(csMessages.Get(s)...), nil
+			}, nil).
 		AddEdge(graph.START, "node_1").AddEdge("node_1", "node_2"), co...)
 }
 
@@ -815,8 +828,8 @@ func csModelGraph(t *testing.T, replies []csMsg, co ...graph.CompileOptions) *gr
 // subgraph's output and node_2 carry it again.
 func TestConformanceStreamMessagesDedupeInputs(t *testing.T) {
 	g := csModelGraph(t, []csMsg{{ID: "1", Role: "ai", Content: "hi"}})
-	evs, err := csDrain(t, g.Stream(context.Background(), csMessages.Write(csMsg{Role: "human", Content: "hi"}),
-		graph.RunOptions{StreamModes: csModes(graph.StreamMessages), Subgraphs: true}), nil)
+	evs, err := csDrain(t, g.Stream(context.Background(), csMessages.Write(csMsg{Role: "human", Content: "hi"}), &graph.RunOptions{StreamModes: csModes(graph.StreamMessages), Subgraphs: true}),
+		nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -841,7 +854,7 @@ func TestConformanceStreamMessagesDedupeState(t *testing.T) {
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	opts := graph.RunOptions{ThreadID: "1", StreamModes: csModes(graph.StreamMessages), Subgraphs: true}
 	for i, want := range []csMsg{{ID: "1", Role: "ai", Content: "bye"}, {ID: "2", Role: "ai", Content: "bye again"}} {
-		evs, err := csDrain(t, g.Stream(ctx, csMessages.Write(csMsg{Role: "human", Content: fmt.Sprint("hi ", i)}), opts), nil)
+		evs, err := csDrain(t, g.Stream(ctx, csMessages.Write(csMsg{Role: "human", Content: fmt.Sprint("hi ", i)}), &opts), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -862,28 +875,30 @@ func TestConformanceStreamMessagesDedupeState(t *testing.T) {
 func TestConformanceStreamTasksMode(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("boom")
-	g := csCompile(t, graph.New(csFoo, csBar).
-		AddNode("one", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csFoo, csBar).AddNode(
+		"one", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csFoo.Write(csFoo.Get(s) + ", one"), nil
-		}).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			v, err := graph.Interrupt[string](ctx, "q?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return csBar.Write(v), nil
-		}).
-		AddNode("fail", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"fail", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			if csBar.Get(s) == "fail" {
 				return graph.Update{}, boom
 			}
 			return graph.Update{}, nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "one").AddEdge("one", "ask").AddEdge("ask", "fail"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	opts := graph.RunOptions{ThreadID: "1", StreamModes: csModes(graph.StreamTasks, graph.StreamUpdates)}
 
-	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("input"), opts), nil)
+	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write("input"), &opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -911,7 +926,7 @@ func TestConformanceStreamTasksMode(t *testing.T) {
 		t.Errorf("task ids %q and %q: want distinct, non-empty ids", start.ID, askStart.ID)
 	}
 
-	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("fail"), opts), nil)
+	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("fail"), &opts), nil)
 	if err == nil || !errors.Is(err, boom) {
 		t.Fatalf("resumed run ended with %v; want the node's error", err)
 	}
@@ -948,8 +963,9 @@ func TestConformanceStreamDebugCheckpoints(t *testing.T) {
 		}
 	}
 	saver := checkpoint.NewMemory()
-	g := csCompile(t, graph.New(csLog).
-		AddNode("one", node("one")).AddNode("two", node("two")).
+	g := csCompile(t, graph.New(csLog).AddNode(
+		"one", node("one"), nil).AddNode(
+		"two", node("two"), nil).
 		AddEdge(graph.START, "one").AddEdge("one", "two").AddEdge("two", graph.END),
 		graph.CompileOptions{Checkpointer: saver})
 	thread := "1"
@@ -958,7 +974,7 @@ func TestConformanceStreamDebugCheckpoints(t *testing.T) {
 	check := func(t *testing.T, evs []graph.Event) (steps []string) {
 		t.Helper()
 		history := map[string]graph.StateSnapshot{}
-		for snap, err := range g.GetStateHistory(ctx, thread) {
+		for snap, err := range g.GetStateHistory(ctx, thread, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1018,7 +1034,7 @@ func TestConformanceStreamDebugCheckpoints(t *testing.T) {
 		return steps
 	}
 
-	evs, err := csDrain(t, g.Stream(ctx, csLog.Write(nil), graph.RunOptions{ThreadID: thread, StreamModes: all}), nil)
+	evs, err := csDrain(t, g.Stream(ctx, csLog.Write(nil), &graph.RunOptions{ThreadID: thread, StreamModes: all}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1034,7 +1050,7 @@ func TestConformanceStreamDebugCheckpoints(t *testing.T) {
 	// Re-run step 1 from an update of the checkpoint before it, as
 	// test_debug_retry does.
 	var target *checkpoint.Config
-	for snap, err := range g.GetStateHistory(ctx, thread) {
+	for snap, err := range g.GetStateHistory(ctx, thread, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1049,7 +1065,7 @@ func TestConformanceStreamDebugCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, graph.RunOptions{ThreadID: thread, CheckpointID: upd.CheckpointID, StreamModes: all}), nil)
+	evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, &graph.RunOptions{ThreadID: thread, CheckpointID: upd.CheckpointID, StreamModes: all}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1078,32 +1094,36 @@ var (
 // joins them. outer_1 finishes after gate1, inner_2 after gate2. inner_1
 // reports its task namespace on nsSeen and streams a message.
 func csNestedGraph(t *testing.T, gate1, gate2 *csGate, nsSeen chan<- string) *graph.Graph {
-	inner := csCompile(t, graph.New(csMyKey, csOther, csMessages).
-		AddNode("inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	inner := csCompile(t, graph.New(csMyKey, csOther, csMessages).AddNode(
+		"inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			if ti, ok := graph.CurrentTask(ctx); ok && nsSeen != nil {
 				nsSeen <- ti.Namespace
 			}
 			graph.StreamMessage(ctx, csMsg{ID: "m-inner", Role: "ai", Content: "from inner_1"})
 			return csMyKey.Write("got here").And(csOther.Write(csMyKey.Get(s))), nil
-		}).
-		AddNode("inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			if err := csWait(ctx, gate2.wait()); err != nil {
 				return graph.Update{}, err
 			}
 			return csMyKey.Write(" and there").And(csOther.Write(csMyKey.Get(s))), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "inner_1").AddEdge("inner_1", "inner_2"))
-	return csCompile(t, graph.New(csMyKey).
-		AddSubgraph("inner", inner).
-		AddNode("outer_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
-			if err := csWait(ctx, gate1.wait()); err != nil {
-				return graph.Update{}, err
-			}
-			return csMyKey.Write(" and parallel"), nil
-		}).
-		AddNode("outer_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	return csCompile(t, graph.New(csMyKey).AddSubgraph(
+		"inner", inner, nil).
+		AddNode(
+
+			"outer_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				if err := csWait(ctx, gate1.wait()); err != nil {
+					return graph.Update{}, err
+				}
+				return csMyKey.Write(" and parallel"), nil
+			}, nil).AddNode(
+
+		"outer_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csMyKey.Write(" and back again"), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "inner").AddEdge(graph.START, "outer_1").
 		AddJoin([]string{"inner", "outer_1"}, "outer_2").AddEdge("outer_2", graph.END),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
@@ -1122,7 +1142,7 @@ func TestConformanceStreamSubgraphs(t *testing.T) {
 		gate1, gate2 := newCSGate(), newCSGate()
 		nsSeen := make(chan string, 1)
 		g := csNestedGraph(t, gate1, gate2, nsSeen)
-		evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), graph.RunOptions{ThreadID: "2", Subgraphs: true}), func(ev graph.Event) {
+		evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), &graph.RunOptions{ThreadID: "2", Subgraphs: true}), func(ev graph.Event) {
 			switch csUpdateNode(ev) {
 			case "inner_1":
 				gate1.open()
@@ -1165,7 +1185,7 @@ func TestConformanceStreamSubgraphs(t *testing.T) {
 
 	t.Run("no subgraphs", func(t *testing.T) {
 		g := csNestedGraph(t, nil, nil, nil)
-		evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), graph.RunOptions{ThreadID: "3", StreamModes: csModes(graph.StreamUpdates, graph.StreamMessages, graph.StreamValues, graph.StreamCustom)}), nil)
+		evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), &graph.RunOptions{ThreadID: "3", StreamModes: csModes(graph.StreamUpdates, graph.StreamMessages, graph.StreamValues, graph.StreamCustom)}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1204,20 +1224,20 @@ func TestConformanceStreamSubgraphs(t *testing.T) {
 // the parent resumes it.
 func TestConformanceStreamSubgraphInterrupt(t *testing.T) {
 	ctx := context.Background()
-	child := csCompile(t, graph.New(csFoo).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	child := csCompile(t, graph.New(csFoo).AddNode(
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			v, err := graph.Interrupt[string](ctx, "q?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return csFoo.Write(csFoo.Get(s) + v), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "ask"))
-	g := csCompile(t, graph.New(csFoo).AddSubgraph("child", child).AddEdge(graph.START, "child"),
+	g := csCompile(t, graph.New(csFoo).AddSubgraph("child", child, nil).AddEdge(graph.START, "child"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	opts := graph.RunOptions{ThreadID: "1", Subgraphs: true}
 
-	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write(">"), opts), nil)
+	evs, err := csDrain(t, g.Stream(ctx, csFoo.Write(">"), &opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1234,7 +1254,7 @@ func TestConformanceStreamSubgraphInterrupt(t *testing.T) {
 	if diff := cmp.Diff(inner.Interrupts, root.Interrupts); diff != "" {
 		t.Errorf("root interrupt event (-subgraph +root):\n%s", diff)
 	}
-	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("!"), graph.RunOptions{ThreadID: "1"}), nil)
+	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("!"), &graph.RunOptions{ThreadID: "1"}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1252,32 +1272,36 @@ func TestConformanceStreamSubgraphInterrupt(t *testing.T) {
 func TestConformanceStreamNestedStaticInterruptParallel(t *testing.T) {
 	ctx := context.Background()
 	gate := newCSGate()
-	inner := csCompile(t, graph.New(csMyKey, csOther).
-		AddNode("inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
-			// outer_1's update comes first, as in LangGraph's test.
+	inner := csCompile(t, graph.New(csMyKey, csOther).AddNode(
+		"inner_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+
 			if err := csWait(ctx, gate.wait()); err != nil {
 				return graph.Update{}, err
 			}
 			return csMyKey.Write("got here").And(csOther.Write(csMyKey.Get(s))), nil
-		}).
-		AddNode("inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"inner_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csMyKey.Write(" and there").And(csOther.Write(csMyKey.Get(s))), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "inner_1").AddEdge("inner_1", "inner_2"),
 		graph.CompileOptions{InterruptBefore: []string{"inner_2"}})
-	outer := graph.New(csMyKey).
-		AddSubgraph("inner", inner).
-		AddNode("outer_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
-			return csMyKey.Write(" and parallel"), nil
-		}).
-		AddNode("outer_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	outer := graph.New(csMyKey).AddSubgraph(
+		"inner", inner, nil).
+		AddNode(
+
+			"outer_1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				return csMyKey.Write(" and parallel"), nil
+			}, nil).AddNode(
+
+		"outer_2", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csMyKey.Write(" and back again"), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "inner").AddEdge(graph.START, "outer_1").
 		AddJoin([]string{"inner", "outer_1"}, "outer_2").AddEdge("outer_2", graph.END)
 	g := csCompile(t, outer, graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 
-	evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), graph.RunOptions{ThreadID: "2", Subgraphs: true}), csOpenAfter(gate, "outer_1"))
+	evs, err := csDrain(t, g.Stream(ctx, csMyKey.Write(""), &graph.RunOptions{ThreadID: "2", Subgraphs: true}), csOpenAfter(gate, "outer_1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1302,7 +1326,7 @@ func TestConformanceStreamNestedStaticInterruptParallel(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 
-	evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, graph.RunOptions{ThreadID: "2"}), nil)
+	evs, err = csDrain(t, g.Stream(ctx, graph.Update{}, &graph.RunOptions{ThreadID: "2"}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1321,7 +1345,7 @@ func TestConformanceStreamNestedStaticInterruptParallel(t *testing.T) {
 	values := func(g *graph.Graph, in graph.Update, thread string) []string {
 		t.Helper()
 		var out []string
-		evs, err := csDrain(t, g.Stream(ctx, in, graph.RunOptions{ThreadID: thread, StreamModes: csModes(graph.StreamValues)}), nil)
+		evs, err := csDrain(t, g.Stream(ctx, in, &graph.RunOptions{ThreadID: thread, StreamModes: csModes(graph.StreamValues)}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1387,25 +1411,27 @@ func TestConformanceStreamBreakStopsRun(t *testing.T) {
 		base := runtime.NumGoroutine()
 		var awhileStarted atomic.Bool
 		cancelled := make(chan struct{})
-		g := csCompile(t, graph.New(csValue).
-			AddNode("alittlewhile", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		g := csCompile(t, graph.New(csValue).AddNode(
+			"alittlewhile", func(ctx context.Context, s graph.State) (graph.Update, error) {
 				return csValue.Write(2), nil
-			}).
-			AddNode("aparallelwhile", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			}, nil).AddNode(
+
+			"aparallelwhile", func(ctx context.Context, s graph.State) (graph.Update, error) {
 				<-ctx.Done()
 				close(cancelled)
 				return graph.Update{}, ctx.Err()
-			}).
-			AddNode("awhile", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			}, nil).AddNode(
+
+			"awhile", func(ctx context.Context, s graph.State) (graph.Update, error) {
 				awhileStarted.Store(true)
 				return graph.Update{}, nil
-			}).
+			}, nil).
 			AddEdge(graph.START, "alittlewhile").AddEdge(graph.START, "aparallelwhile").
 			AddEdge("alittlewhile", "awhile"),
 			graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 		opts := graph.RunOptions{ThreadID: "1"}
 		n := 0
-		for ev, err := range g.Stream(ctx, csValue.Write(1), opts) {
+		for ev, err := range g.Stream(ctx, csValue.Write(1), &opts) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1427,7 +1453,7 @@ func TestConformanceStreamBreakStopsRun(t *testing.T) {
 			t.Error("awhile started after the reader stopped")
 		}
 		csGoroutinesSettle(t, base)
-		snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "1"})
+		snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "1"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1461,21 +1487,23 @@ func TestConformanceStreamBreakStopsRun(t *testing.T) {
 			}
 			var g *graph.Graph
 			if tc.subgraphs {
-				sub := csCompile(t, graph.New(csValue).AddNode("emitter", emitter).AddEdge(graph.START, "emitter"))
-				g = csCompile(t, graph.New(csValue).AddSubgraph("emitter", sub).
-					AddNode("after", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				sub := csCompile(t, graph.New(csValue).AddNode("emitter", emitter, nil).AddEdge(graph.START, "emitter"))
+				g = csCompile(t, graph.New(csValue).AddSubgraph("emitter", sub, nil).AddNode(
+					"after", func(ctx context.Context, s graph.State) (graph.Update, error) {
 						after.Store(true)
 						return graph.Update{}, nil
-					}).AddEdge(graph.START, "emitter").AddEdge("emitter", "after"))
+					}, nil).
+					AddEdge(graph.START, "emitter").AddEdge("emitter", "after"))
 			} else {
-				g = csCompile(t, graph.New(csValue).AddNode("emitter", emitter).
-					AddNode("after", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				g = csCompile(t, graph.New(csValue).AddNode("emitter", emitter, nil).AddNode(
+					"after", func(ctx context.Context, s graph.State) (graph.Update, error) {
 						after.Store(true)
 						return graph.Update{}, nil
-					}).AddEdge(graph.START, "emitter").AddEdge("emitter", "after"))
+					}, nil).
+					AddEdge(graph.START, "emitter").AddEdge("emitter", "after"))
 			}
 			var got []any
-			for ev, err := range g.Stream(ctx, csValue.Write(1), graph.RunOptions{StreamModes: csModes(graph.StreamCustom, graph.StreamUpdates, graph.StreamTasks), Subgraphs: tc.subgraphs}) {
+			for ev, err := range g.Stream(ctx, csValue.Write(1), &graph.RunOptions{StreamModes: csModes(graph.StreamCustom, graph.StreamUpdates, graph.StreamTasks), Subgraphs: tc.subgraphs}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1504,19 +1532,20 @@ func TestConformanceStreamBreakStopsRun(t *testing.T) {
 func TestConformanceStreamErrorEndsStream(t *testing.T) {
 	ctx := context.Background()
 	gate := newCSGate()
-	g := csCompile(t, graph.New(csValue).
-		AddNode("one", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csValue).AddNode(
+		"one", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csValue.Write(2), nil
-		}).
-		AddNode("two", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"two", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			if err := csWait(ctx, gate.wait()); err != nil {
 				return graph.Update{}, err
 			}
 			return graph.Update{}, errors.New("I'm not good")
-		}).
+		}, nil).
 		AddEdge(graph.START, "one").AddEdge(graph.START, "two"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
-	evs, err := csDrain(t, g.Stream(ctx, csValue.Write(1), graph.RunOptions{ThreadID: "1"}), csOpenAfter(gate, "one"))
+	evs, err := csDrain(t, g.Stream(ctx, csValue.Write(1), &graph.RunOptions{ThreadID: "1"}), csOpenAfter(gate, "one"))
 	var ne *graph.NodeError
 	if !errors.As(err, &ne) || ne.Node != "two" || !strings.Contains(err.Error(), "I'm not good") {
 		t.Fatalf("stream error = %v; want node two's error", err)
@@ -1526,12 +1555,12 @@ func TestConformanceStreamErrorEndsStream(t *testing.T) {
 	}
 
 	// A run that never ends fails with the recursion error, also last.
-	loop := csCompile(t, graph.New(csValue).
-		AddNode("again", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	loop := csCompile(t, graph.New(csValue).AddNode(
+		"again", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csValue.Write(1), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "again").AddEdge("again", "again"))
-	evs, err = csDrain(t, loop.Stream(ctx, csValue.Write(0), graph.RunOptions{RecursionLimit: 3}), nil)
+	evs, err = csDrain(t, loop.Stream(ctx, csValue.Write(0), &graph.RunOptions{RecursionLimit: 3}), nil)
 	if !errors.Is(err, graph.ErrRecursionLimit) {
 		t.Fatalf("stream error = %v; want ErrRecursionLimit", err)
 	}
@@ -1540,7 +1569,7 @@ func TestConformanceStreamErrorEndsStream(t *testing.T) {
 	}
 
 	// Bad options fail before the run, as the only item.
-	evs, err = csDrain(t, loop.Stream(ctx, csValue.Write(0), graph.RunOptions{StreamModes: csModes("bogus")}), nil)
+	evs, err = csDrain(t, loop.Stream(ctx, csValue.Write(0), &graph.RunOptions{StreamModes: csModes("bogus")}), nil)
 	if !errors.Is(err, graph.ErrInvalidInput) || len(evs) != 0 {
 		t.Errorf("bad stream mode: %d events, error %v; want only ErrInvalidInput", len(evs), err)
 	}
@@ -1548,7 +1577,7 @@ func TestConformanceStreamErrorEndsStream(t *testing.T) {
 
 // ---------------------------------------------------------------- JSON
 
-var csTopic = graph.Topic[string]("items")
+var csTopic = graph.Topic[string]("items", nil)
 
 // Mirrors the JSON shapes of test_pregel.py::test_multiple_updates (several
 // writes to a key: a list of single-key objects), test_parallel_interrupts
@@ -1558,14 +1587,16 @@ var csTopic = graph.Topic[string]("items")
 func TestConformanceStreamJSON(t *testing.T) {
 	ctx := context.Background()
 	gate := newCSGate()
-	g := csCompile(t, graph.New(csFoo, csTopic, csN).
-		AddNode("node_a", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g := csCompile(t, graph.New(csFoo, csTopic, csN).AddNode(
+		"node_a", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return csTopic.Write("a1", "a2").And(csN.Write(7)), nil
-		}).
-		AddNode("cleanup", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"cleanup", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return graph.Update{}, nil
-		}).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			if err := csWait(ctx, gate.wait()); err != nil {
 				return graph.Update{}, err
 			}
@@ -1574,11 +1605,11 @@ func TestConformanceStreamJSON(t *testing.T) {
 				return graph.Update{}, err
 			}
 			return csFoo.Write(v), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "node_a").AddEdge("node_a", "cleanup").AddEdge("node_a", "ask"),
 		graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
 	opts := graph.RunOptions{ThreadID: "1", StreamModes: csModes(graph.StreamUpdates, graph.StreamValues)}
-	evs, err := csDrain(t, g.Stream(ctx, csTopic.Write("in"), opts), csOpenAfter(gate, "cleanup"))
+	evs, err := csDrain(t, g.Stream(ctx, csTopic.Write("in"), &opts), csOpenAfter(gate, "cleanup"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1602,7 +1633,7 @@ func TestConformanceStreamJSON(t *testing.T) {
 		t.Errorf("first run (-want +got):\n%s", diff)
 	}
 
-	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("yes"), opts), nil)
+	evs, err = csDrain(t, g.Stream(ctx, graph.Resume("yes"), &opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,26 +13,26 @@ import (
 func ExampleAsk() {
 	ctx := context.Background()
 	draft := graph.Value[string]("draft")
-	g, err := graph.New(draft).
-		AddNode("review", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(draft).AddNode(
+		"review", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			verdict := graph.Ask[string](ctx, "publish "+draft.Get(s)+"?")
 			return draft.Write(draft.Get(s) + " (" + verdict + ")"), nil
-		}).
-		AddEdge(graph.START, "review").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+		}, nil).
+		AddEdge(graph.START, "review").Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	thread := graph.RunOptions{ThreadID: "t1"}
-	st, err := g.Invoke(ctx, draft.Write("post"), thread)
+	st, err := g.Invoke(ctx, draft.Write("post"), &thread)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("asked:", st.Interrupts()[0].Value)
 
-	for ev, err := range g.Stream(ctx, graph.Resume("approved"), thread) {
+	for ev, err := range g.Stream(ctx, graph.Resume("approved"), &thread) {
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -51,17 +51,17 @@ func ExampleAsk() {
 func ExampleAt() {
 	ctx := context.Background()
 	n := graph.Value[int]("n")
-	g, err := graph.New(n).
-		AddNode("double", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(n).AddNode(
+		"double", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return n.Write(2 * n.Get(s)), nil
-		}).
-		AddEdge(graph.START, "double").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptBefore: []string{"double"}})
+		}, nil).
+		AddEdge(graph.START, "double").Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory(), InterruptBefore: []string{"double"}})
+
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	if _, err := g.Invoke(ctx, n.Write(1), graph.RunOptions{ThreadID: "t1"}); err != nil {
+	if _, err := g.Invoke(ctx, n.Write(1), &graph.RunOptions{ThreadID: "t1"}); err != nil {
 		fmt.Println(err)
 		return
 	}

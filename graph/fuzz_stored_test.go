@@ -71,26 +71,27 @@ func FuzzStoredChannelValues(f *testing.F) {
 	msgs := graph.Messages[llm.Message]("messages")
 	name := graph.Value[string]("name")
 	total := graph.Reduce[int]("total", func(a, b int) int { return a + b })
-	topic := graph.Topic[string]("topic")
+	topic := graph.Topic[string]("topic", nil)
 	d := &swapDriver{MemoryDriver: checkpoint.NewMemoryDriver(), pw: -1}
-	g, err := graph.New(msgs, name, total, topic).
-		AddNode("a", func(context.Context, graph.State) (graph.Update, error) {
+	g, err := graph.New(msgs, name, total, topic).AddNode(
+		"a", func(context.Context, graph.State) (graph.Update, error) {
 			return msgs.Write(llm.AI("hello")).And(name.Write("n"), total.Write(2), topic.Write("x", "y")), nil
-		}).
-		AddNode("b", func(ctx context.Context, _ graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"b", func(ctx context.Context, _ graph.State) (graph.Update, error) {
 			answer, err := graph.Interrupt[string](ctx, "approve?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return name.Write(answer), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "a").
-		AddEdge(graph.START, "b").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.New(d)})
+		AddEdge(graph.START, "b").Compile(&graph.CompileOptions{Checkpointer: checkpoint.New(d)})
+
 	if err != nil {
 		f.Fatal(err)
 	}
-	if _, err := g.Invoke(ctx, msgs.Write(llm.Human("hi")).And(total.Write(1)), graph.RunOptions{ThreadID: "t"}); err != nil {
+	if _, err := g.Invoke(ctx, msgs.Write(llm.Human("hi")).And(total.Write(1)), &graph.RunOptions{ThreadID: "t"}); err != nil {
 		f.Fatal(err)
 	}
 	tp, err := d.MemoryDriver.Get(ctx, checkpoint.Config{ThreadID: "t"})
@@ -127,12 +128,12 @@ func FuzzStoredChannelValues(f *testing.F) {
 		}
 		d.mu.Unlock()
 		cfg := checkpoint.Config{ThreadID: thread}
-		g.GetState(ctx, cfg)
-		for _, err := range g.GetStateHistory(ctx, thread) {
+		g.GetState(ctx, cfg, nil)
+		for _, err := range g.GetStateHistory(ctx, thread, nil) {
 			if err != nil {
 				break
 			}
 		}
-		g.Invoke(ctx, graph.Resume("yes"), graph.RunOptions{ThreadID: thread})
+		g.Invoke(ctx, graph.Resume("yes"), &graph.RunOptions{ThreadID: thread})
 	})
 }

@@ -16,30 +16,32 @@ import (
 // do not fire. Mirrors test_retry.py::test_graph_error_handler_can_route_with_command
 // (LangGraph's handler is a node of its own, without the failed node's edges).
 func TestOnErrorReplacesNodeRouting(t *testing.T) {
-	visited := graph.Topic[string]("visited", graph.TopicOptions{Accumulate: true})
+	visited := graph.Topic[string]("visited", &graph.TopicOptions{Accumulate: true})
 	mark := func(name string) graph.NodeFunc {
 		return func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return visited.Write(name), nil
 		}
 	}
-	g, err := graph.New(visited).
-		AddNode("work", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(visited).AddNode(
+		"work", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return graph.Update{}, errors.New("upstream down")
-		}, graph.NodeOptions{
+		}, &graph.NodeOptions{
 			Destinations: []string{"fallback"},
 			OnError: func(ctx context.Context, s graph.State, err error) (graph.Update, error) {
 				return visited.Write("handled: " + err.Error()).Goto("fallback"), nil
 			},
-		}).
-		AddNode("next", mark("next")).
-		AddNode("fallback", mark("fallback")).
+		}).AddNode(
+
+		"next", mark("next"), nil).AddNode(
+
+		"fallback", mark("fallback"), nil).
 		AddEdge(graph.START, "work").
-		AddEdge("work", "next").
-		Compile()
+		AddEdge("work", "next").Compile(nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := g.Invoke(context.Background(), graph.Input())
+	s, err := g.Invoke(context.Background(), graph.Input(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,18 +56,18 @@ func TestOnErrorReplacesNodeRouting(t *testing.T) {
 // Mirrors test_pregel.py::test_stream_messages_dedupe_state (ids on emitted messages).
 func TestMessageIDGivenAtWrite(t *testing.T) {
 	msgs := graph.Messages[csMsg]("messages")
-	g, err := graph.New(msgs).
-		AddNode("say", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(msgs).AddNode(
+		"say", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return msgs.Write(csMsg{Role: "ai", Content: "hello"}), nil
-		}).
-		AddEdge(graph.START, "say").
-		Compile()
+		}, nil).
+		AddEdge(graph.START, "say").Compile(nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	var updateIDs, streamedIDs []string
 	var final []csMsg
-	for ev, err := range g.Stream(context.Background(), graph.Input(), graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamUpdates, graph.StreamMessages, graph.StreamValues}}) {
+	for ev, err := range g.Stream(context.Background(), graph.Input(), &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamUpdates, graph.StreamMessages, graph.StreamValues}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,32 +124,33 @@ func TestMessageRemovalJSON(t *testing.T) {
 // again. Mirrors test_pregel.py::test_interrupt_stream_mode_values and the
 // suppressed-interrupt values event of LangGraph's loop.
 func TestInterruptShowsSiblingWrites(t *testing.T) {
-	log := graph.Topic[string]("log", graph.TopicOptions{Accumulate: true})
+	log := graph.Topic[string]("log", &graph.TopicOptions{Accumulate: true})
 	calls := map[string]int{}
 	var mu sync.Mutex
 	count := func(n string) { mu.Lock(); calls[n]++; mu.Unlock() }
-	g, err := graph.New(log).
-		AddNode("work", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(log).AddNode(
+		"work", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			count("work")
 			return log.Write("worked"), nil
-		}).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			count("ask")
 			ans, err := graph.Interrupt[string](ctx, "go on?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return log.Write("answer: " + ans), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "work").
-		AddEdge(graph.START, "ask").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+		AddEdge(graph.START, "ask").Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := graph.RunOptions{ThreadID: "t", StreamModes: []graph.StreamMode{graph.StreamValues}}
 	var last graph.State
-	for ev, err := range g.Stream(context.Background(), log.Write("start"), opts) {
+	for ev, err := range g.Stream(context.Background(), log.Write("start"), &opts) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +162,7 @@ func TestInterruptShowsSiblingWrites(t *testing.T) {
 	if len(last.Interrupts()) != 1 {
 		t.Errorf("last values event has interrupts %v, want one", last.Interrupts())
 	}
-	s, err := g.Invoke(context.Background(), graph.Resume("yes"), graph.RunOptions{ThreadID: "t"})
+	s, err := g.Invoke(context.Background(), graph.Resume("yes"), &graph.RunOptions{ThreadID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +181,7 @@ func TestInterruptShowsSiblingWrites(t *testing.T) {
 // read as one write of a list. Mirrors
 // test_pregel.py::test_multiple_writes_same_channel_from_same_node.
 func TestUpdateJSONRepeatedWrites(t *testing.T) {
-	log := graph.Topic[string]("log")
+	log := graph.Topic[string]("log", nil)
 	count := graph.Value[int]("count")
 	b, err := json.Marshal(log.Write("one", "two").And(count.Write(3)))
 	if err != nil {

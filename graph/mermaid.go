@@ -25,12 +25,9 @@ type MermaidOptions struct {
 // NodeOptions.Destinations. A conditional edge without a path map is drawn
 // to every other node and END, since its router may pick any of them. The
 // output is the same for the same graph, whatever the order of its maps.
-// Only the first MermaidOptions is used.
-func (g *Graph) Mermaid(opts ...MermaidOptions) string {
-	var o MermaidOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+// opts may be nil for the defaults.
+func (g *Graph) Mermaid(opts *MermaidOptions) string {
+	o := deref(opts)
 	var items []mmItem
 	var edges []mmEdge
 	if g != nil && g.spec != nil {

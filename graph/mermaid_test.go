@@ -31,7 +31,7 @@ func mmRoute(to ...string) graph.Router {
 
 func mmCompile(t *testing.T, b *graph.Builder, opts ...graph.CompileOptions) *graph.Graph {
 	t.Helper()
-	g, err := b.Compile(opts...)
+	g, err := b.Compile(opt(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,27 +40,34 @@ func mmCompile(t *testing.T, b *graph.Builder, opts ...graph.CompileOptions) *gr
 
 // mmChild is a subgraph that itself holds a subgraph, to draw recursively.
 func mmChild(t *testing.T) *graph.Graph {
-	grandchild := mmCompile(t, graph.New(mmSteps).
-		AddNode("deep", mmNode("deep")).
+	grandchild := mmCompile(t, graph.New(mmSteps).AddNode(
+		"deep", mmNode("deep"), nil).
 		AddEdge(graph.START, "deep").AddEdge("deep", graph.END))
-	return mmCompile(t, graph.New(mmSteps).
-		AddNode("research", mmNode("research")).
-		AddSubgraph("grandchild", grandchild).
-		AddNode("review", mmNode("review")).
+	return mmCompile(t, graph.New(mmSteps).AddNode(
+		"research", mmNode("research"), nil).AddSubgraph(
+
+		"grandchild", grandchild, nil).
+		AddNode(
+
+			"review", mmNode("review"), nil).
 		AddEdge(graph.START, "research").
 		AddEdge("research", "grandchild").
-		AddEdge("grandchild", "review").
-		AddConditionalEdges("review", mmRoute("done"), graph.BranchOptions{PathMap: map[string]string{
+		AddEdge("grandchild", "review").AddConditionalEdges(
+
+		"review", mmRoute("done"), &graph.BranchOptions{PathMap: map[string]string{
 			"again": "research",
 			"done":  graph.END,
 		}}))
 }
 
 func mmParent(t *testing.T) *graph.Graph {
-	return mmCompile(t, graph.New(mmSteps).
-		AddNode("prepare", mmNode("prepare")).
-		AddSubgraph("child", mmChild(t)).
-		AddNode("finish", mmNode("finish")).
+	return mmCompile(t, graph.New(mmSteps).AddNode(
+		"prepare", mmNode("prepare"), nil).AddSubgraph(
+
+		"child", mmChild(t), nil).
+		AddNode(
+
+			"finish", mmNode("finish"), nil).
 		AddEdge(graph.START, "prepare").
 		AddEdge("prepare", "child").
 		AddEdge("child", "finish").
@@ -83,12 +90,15 @@ func TestMermaidGolden(t *testing.T) {
 				AddEdge(graph.START, "fetch").AddEdge("store", graph.END))
 		}, graph.MermaidOptions{}},
 		{"branch", func(t *testing.T) *graph.Graph {
-			return mmCompile(t, graph.New(mmSteps).
-				AddNode("classify", mmNode("classify")).
-				AddNode("accept", mmNode("accept")).
-				AddNode("reject", mmNode("reject")).
-				AddEdge(graph.START, "classify").
-				AddConditionalEdges("classify", mmRoute("accept"), graph.BranchOptions{PathMap: map[string]string{
+			return mmCompile(t, graph.New(mmSteps).AddNode(
+				"classify", mmNode("classify"), nil).AddNode(
+
+				"accept", mmNode("accept"), nil).AddNode(
+
+				"reject", mmNode("reject"), nil).
+				AddEdge(graph.START, "classify").AddConditionalEdges(
+
+				"classify", mmRoute("accept"), &graph.BranchOptions{PathMap: map[string]string{
 					"accept": "accept",
 					"no":     "reject",
 					"stop":   graph.END,
@@ -97,11 +107,14 @@ func TestMermaidGolden(t *testing.T) {
 				AddEdge("reject", graph.END))
 		}, graph.MermaidOptions{}},
 		{"join", func(t *testing.T) *graph.Graph {
-			return mmCompile(t, graph.New(mmSteps).
-				AddNode("split", mmNode("split")).
-				AddNode("left", mmNode("left")).
-				AddNode("right", mmNode("right")).
-				AddNode("merge", mmNode("merge")).
+			return mmCompile(t, graph.New(mmSteps).AddNode(
+				"split", mmNode("split"), nil).AddNode(
+
+				"left", mmNode("left"), nil).AddNode(
+
+				"right", mmNode("right"), nil).AddNode(
+
+				"merge", mmNode("merge"), nil).
 				AddEdge(graph.START, "split").
 				AddEdge("split", "left").
 				AddEdge("split", "right").
@@ -111,12 +124,14 @@ func TestMermaidGolden(t *testing.T) {
 		{"subgraph", mmParent, graph.MermaidOptions{}},
 		{"subgraph_xray", mmParent, graph.MermaidOptions{XRay: true}},
 		{"goto", func(t *testing.T) *graph.Graph {
-			return mmCompile(t, graph.New(mmSteps).
-				AddNode("router", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			return mmCompile(t, graph.New(mmSteps).AddNode(
+				"router", func(ctx context.Context, s graph.State) (graph.Update, error) {
 					return graph.Goto("left"), nil
-				}, graph.NodeOptions{Destinations: []string{"left", "right", graph.END}}).
-				AddNode("left", mmNode("left")).
-				AddNode("right", mmNode("right")).
+				}, &graph.NodeOptions{Destinations: []string{"left", "right", graph.END}}).AddNode(
+
+				"left", mmNode("left"), nil).AddNode(
+
+				"right", mmNode("right"), nil).
 				AddEdge(graph.START, "router").
 				AddEdge("left", graph.END).
 				AddEdge("right", graph.END))
@@ -124,26 +139,33 @@ func TestMermaidGolden(t *testing.T) {
 		{"escaping", func(t *testing.T) *graph.Graph {
 			// Names Mermaid cannot take as ids, a router without a path
 			// map (it may go anywhere), and a graph name for the title.
-			return mmCompile(t, graph.New(mmSteps).
-				AddNode("end", mmNode("end")).
-				AddNode("my node", mmNode("my node")).
-				AddNode("web-search", mmNode("web-search")).
-				AddNode(`say "hi" #1 <b>`, mmNode("quote")).
-				AddNode("검색", mmNode("검색")).
-				AddEdge(graph.START, "end").
-				AddConditionalEdges("end", mmRoute("my node")).
-				AddConditionalEdges("my node", mmRoute("go-on"), graph.BranchOptions{PathMap: map[string]string{
-					"go-on":   "web-search",
-					"a.b|c>d": `say "hi" #1 <b>`,
-					"한국어 키":   "검색",
-				}}).
+			return mmCompile(t, graph.New(mmSteps).AddNode(
+				"end", mmNode("end"), nil).AddNode(
+
+				"my node", mmNode("my node"), nil).AddNode(
+
+				"web-search", mmNode("web-search"), nil).AddNode(
+
+				`say "hi" #1 <b>`, mmNode("quote"), nil).AddNode(
+
+				"검색", mmNode("검색"), nil).
+				AddEdge(graph.START, "end").AddConditionalEdges(
+
+				"end", mmRoute("my node"), nil).
+				AddConditionalEdges(
+
+					"my node", mmRoute("go-on"), &graph.BranchOptions{PathMap: map[string]string{
+						"go-on":   "web-search",
+						"a.b|c>d": `say "hi" #1 <b>`,
+						"한국어 키":   "검색",
+					}}).
 				AddEdge("web-search", graph.END), graph.CompileOptions{Name: "escapes: a \"test\""})
 		}, graph.MermaidOptions{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := tt.g(t)
-			got := g.Mermaid(tt.opts)
+			got := g.Mermaid(&tt.opts)
 			path := filepath.Join("testdata", "mermaid", tt.name+".mmd")
 			if *updateMermaidGolden {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -162,7 +184,7 @@ func TestMermaidGolden(t *testing.T) {
 			}
 			// Maps in the builder must not make the drawing vary.
 			for range 5 {
-				if again := g.Mermaid(tt.opts); again != got {
+				if again := g.Mermaid(&tt.opts); again != got {
 					t.Fatalf("Mermaid() is not deterministic:\n%s", cmp.Diff(got, again))
 				}
 			}
@@ -242,13 +264,14 @@ func mmCheckID(t *testing.T, id string, declared map[string]bool) {
 
 func TestMermaidUniqueIDs(t *testing.T) {
 	// "a b" escapes to the same id as a node literally named a_x20_b.
-	g := mmCompile(t, graph.New(mmSteps).
-		AddNode("a b", mmNode("1")).
-		AddNode("a_x20_b", mmNode("2")).
+	g := mmCompile(t, graph.New(mmSteps).AddNode(
+		"a b", mmNode("1"), nil).AddNode(
+
+		"a_x20_b", mmNode("2"), nil).
 		AddEdge(graph.START, "a b").
 		AddEdge("a b", "a_x20_b").
 		AddEdge("a_x20_b", graph.END))
-	out := g.Mermaid()
+	out := g.Mermaid(nil)
 	for _, want := range []string{
 		"\ta_x20_b(\"a b\")\n",
 		"\ta_x20_b_2(a_x20_b)\n",
@@ -264,21 +287,25 @@ func TestMermaidUniqueIDs(t *testing.T) {
 func TestMermaidXRayPassThrough(t *testing.T) {
 	// A subgraph whose START may lead straight to END can be passed
 	// through: the node before it connects to the node after it.
-	sub := mmCompile(t, graph.New(mmSteps).
-		AddNode("maybe", mmNode("maybe")).
-		AddConditionalEdges(graph.START, mmRoute(graph.END), graph.BranchOptions{PathMap: map[string]string{
+	sub := mmCompile(t, graph.New(mmSteps).AddNode(
+		"maybe", mmNode("maybe"), nil).AddConditionalEdges(
+
+		graph.START, mmRoute(graph.END), &graph.BranchOptions{PathMap: map[string]string{
 			"work": "maybe",
 			"skip": graph.END,
 		}}))
-	g := mmCompile(t, graph.New(mmSteps).
-		AddNode("before", mmNode("before")).
-		AddSubgraph("optional", sub).
-		AddNode("after", mmNode("after")).
+	g := mmCompile(t, graph.New(mmSteps).AddNode(
+		"before", mmNode("before"), nil).AddSubgraph(
+
+		"optional", sub, nil).
+		AddNode(
+
+			"after", mmNode("after"), nil).
 		AddEdge(graph.START, "before").
 		AddEdge("before", "optional").
 		AddEdge("optional", "after").
 		AddEdge("after", graph.END))
-	out := g.Mermaid(graph.MermaidOptions{XRay: true})
+	out := g.Mermaid(&graph.MermaidOptions{XRay: true})
 	for _, want := range []string{
 		"\tsubgraph optional\n",
 		"\t\toptional_x3a_maybe(maybe)\n",

@@ -53,24 +53,24 @@ func TestMessagesSavedWholeThenAppended(t *testing.T) {
 	}
 	step := 0
 	rec := &blobRecorder{MemoryDriver: checkpoint.NewMemoryDriver()}
-	g, err := graph.New(msgs).
-		AddNode("n", func(context.Context, graph.State) (graph.Update, error) {
+	g, err := graph.New(msgs).AddNode(
+		"n", func(context.Context, graph.State) (graph.Update, error) {
 			step++
 			if step == 1 {
 				return msgs.Write(first[1:]...), nil
 			}
 			return msgs.Write(later[1:]...), nil
-		}).
-		AddEdge(graph.START, "n").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.New(rec)})
+		}, nil).
+		AddEdge(graph.START, "n").Compile(&graph.CompileOptions{Checkpointer: checkpoint.New(rec)})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := graph.RunOptions{ThreadID: "t", Durability: graph.DurabilityExit}
-	if _, err := g.Invoke(context.Background(), msgs.Write(first[0]), cfg); err != nil {
+	if _, err := g.Invoke(context.Background(), msgs.Write(first[0]), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Invoke(context.Background(), msgs.Write(later[0]), cfg); err != nil {
+	if _, err := g.Invoke(context.Background(), msgs.Write(later[0]), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	var whole, appended []checkpoint.Blob
@@ -115,7 +115,7 @@ func TestMessagesSavedWholeThenAppended(t *testing.T) {
 		}
 	}
 	// And the thread reads back as written.
-	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"})
+	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,18 +39,26 @@ func TestMessageViewsOfRoutersStayFixed(t *testing.T) {
 			return graph.To(next), nil
 		}
 	}
-	g, err := graph.New(msgs).
-		AddNode("a", node("a")).AddNode("b", node("b")).AddNode("c", node("c")).AddNode("d", node("d")).
-		AddEdge(graph.START, "a").AddEdge(graph.START, "b").
-		AddConditionalEdges("a", route("a", "c")).AddConditionalEdges("b", route("b", "c")).
-		AddConditionalEdges("c", route("c", "d")).
-		AddConditionalEdges("d", route("d", graph.END)).
-		Compile(graph.CompileOptions{})
+	g, err := graph.New(msgs).AddNode(
+		"a", node("a"), nil).AddNode(
+		"b", node("b"), nil).AddNode(
+		"c", node("c"), nil).AddNode(
+		"d", node("d"), nil).
+		AddEdge(graph.START, "a").AddEdge(graph.START, "b").AddConditionalEdges(
+
+		"a", route("a", "c"), nil).AddConditionalEdges(
+
+		"b", route("b", "c"), nil).AddConditionalEdges(
+
+		"c", route("c", "d"), nil).AddConditionalEdges(
+
+		"d", route("d", graph.END), nil).Compile(&graph.CompileOptions{})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
-		st, err := g.Invoke(context.Background(), msgs.Write(flowMsg{ID: "in"}))
+		st, err := g.Invoke(context.Background(), msgs.Write(flowMsg{ID: "in"}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

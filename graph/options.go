@@ -79,13 +79,13 @@ type RunOptions struct {
 // and the checkpoint itself when cfg names one. It takes what UpdateState,
 // BulkUpdateState and a StateSnapshot's Config give, so a forked or edited
 // thread runs in one call: g.Invoke(ctx, graph.Update{}, graph.At(cfg)).
-func (o RunOptions) At(cfg checkpoint.Config) RunOptions {
+func (o RunOptions) At(cfg checkpoint.Config) *RunOptions {
 	o.ThreadID, o.CheckpointID, o.namespace = cfg.ThreadID, cfg.CheckpointID, cfg.Namespace
-	return o
+	return &o
 }
 
 // At is RunOptions{}.At(cfg): the options to run from a checkpoint.
-func At(cfg checkpoint.Config) RunOptions { return RunOptions{}.At(cfg) }
+func At(cfg checkpoint.Config) *RunOptions { return RunOptions{}.At(cfg) }
 
 // BusyPolicy says what a run does when its thread is owned by another run.
 type BusyPolicy string
@@ -134,17 +134,6 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 		}
 	}
 	return o, nil
-}
-
-func oneRunOpt(opts []RunOptions) (RunOptions, error) {
-	if len(opts) > 1 {
-		return RunOptions{}, fmt.Errorf("%w: pass at most one RunOptions, got %d", ErrInvalidInput, len(opts))
-	}
-	var o RunOptions
-	if len(opts) == 1 {
-		o = opts[0]
-	}
-	return o.withDefaults()
 }
 
 // RetryPolicy retries a failing node with exponential backoff.

@@ -23,19 +23,19 @@ import (
 // overflowing the stack and killing the process.
 func TestCyclicValueFailsCheckpointWithError(t *testing.T) {
 	Blob := graph.Value[any]("blob")
-	g, err := graph.New(Blob).
-		AddNode("loop", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(Blob).AddNode(
+		"loop", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			m := map[string]any{"name": "self"}
 			m["self"] = []any{m}
 			return Blob.Write(m), nil
-		}).
-		AddEdge(graph.START, "loop").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+		}, nil).
+		AddEdge(graph.START, "loop").Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
-		_, err = g.Invoke(context.Background(), Blob.Write("start"), graph.RunOptions{ThreadID: "cycle-" + string(d), Durability: d})
+		_, err = g.Invoke(context.Background(), Blob.Write("start"), &graph.RunOptions{ThreadID: "cycle-" + string(d), Durability: d})
 		var uve *json.UnsupportedValueError
 		if !errors.As(err, &uve) {
 			t.Fatalf("%s: err = %v, want a *json.UnsupportedValueError", d, err)
@@ -99,10 +99,12 @@ func threeSteps(t *testing.T, d checkpoint.Driver, co graph.CompileOptions) (*gr
 		}
 	}
 	co.Checkpointer = checkpoint.New(d)
-	g, err := graph.New(Log).
-		AddNode("a", node("a")).AddNode("b", node("b")).AddNode("c", node("c")).
-		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").
-		Compile(co)
+	g, err := graph.New(Log).AddNode(
+		"a", node("a"), nil).AddNode(
+		"b", node("b"), nil).AddNode(
+		"c", node("c"), nil).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").Compile(&co)
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func threeSteps(t *testing.T, d checkpoint.Driver, co graph.CompileOptions) (*gr
 func TestAsyncSaveFailureOfLastCheckpointIsReturned(t *testing.T) {
 	d := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), failPut: func(m checkpoint.Metadata) bool { return m.Step == 3 }}
 	g, ran := threeSteps(t, d, graph.CompileOptions{})
-	_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t"})
+	_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t"})
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("Invoke = %v, want the save error (%v)", err, errDiskFull)
 	}
@@ -123,7 +125,7 @@ func TestAsyncSaveFailureOfLastCheckpointIsReturned(t *testing.T) {
 	}
 	// Stream reports it too, as its last item.
 	var last error
-	for _, err := range g.Stream(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t2"}) {
+	for _, err := range g.Stream(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t2"}) {
 		last = err
 	}
 	if !errors.Is(last, errDiskFull) {
@@ -137,11 +139,11 @@ func TestAsyncSaveFailureOfLastCheckpointIsReturned(t *testing.T) {
 func TestAsyncSaveFailureStoresNothingAfterIt(t *testing.T) {
 	d := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), failPut: func(m checkpoint.Metadata) bool { return m.Step == 1 }}
 	g, _ := threeSteps(t, d, graph.CompileOptions{})
-	_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t"})
+	_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t"})
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("Invoke = %v, want the save error (%v)", err, errDiskFull)
 	}
-	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"})
+	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,14 +157,14 @@ func TestAsyncSaveFailureStoresNothingAfterIt(t *testing.T) {
 func TestSyncSaveFailureStopsTheRun(t *testing.T) {
 	d := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), failPut: func(m checkpoint.Metadata) bool { return m.Step == 1 }}
 	g, ran := threeSteps(t, d, graph.CompileOptions{})
-	_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t", Durability: graph.DurabilitySync})
+	_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t", Durability: graph.DurabilitySync})
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("Invoke = %v, want the save error (%v)", err, errDiskFull)
 	}
 	if got := strings.Join(*ran, ","); got != "a" {
 		t.Fatalf("nodes that ran: %s; want only a: the checkpoint after a was not stored", got)
 	}
-	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"})
+	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestHungCheckpointerIsBounded(t *testing.T) {
 	for _, d := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
 		drv := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), hangPut: func(checkpoint.Metadata) bool { return true }}
 		g, _ := threeSteps(t, drv, graph.CompileOptions{CheckpointerTimeout: 20 * time.Millisecond})
-		_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t", Durability: d})
+		_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t", Durability: d})
 		if !errors.Is(err, graph.ErrCheckpointerTimeout) {
 			t.Fatalf("%s: Invoke = %v, want ErrCheckpointerTimeout", d, err)
 		}
@@ -192,13 +194,13 @@ func TestHungCheckpointerIsBounded(t *testing.T) {
 func TestHungCheckpointerListIsBounded(t *testing.T) {
 	drv := &faultyDriver{Driver: checkpoint.NewMemoryDriver()}
 	g, _ := threeSteps(t, drv, graph.CompileOptions{CheckpointerTimeout: 20 * time.Millisecond})
-	if _, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t"}); err != nil {
+	if _, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	drv.hangList = true
 	n := 0
 	var last error
-	for _, err := range g.GetStateHistory(context.Background(), "t") {
+	for _, err := range g.GetStateHistory(context.Background(), "t", nil) {
 		if err != nil {
 			last = err
 			break
@@ -217,19 +219,20 @@ func TestHungCheckpointerListIsBounded(t *testing.T) {
 func TestCancelledRunReturnsOnHungCheckpointer(t *testing.T) {
 	for _, d := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
 		drv := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), hangPut: func(m checkpoint.Metadata) bool { return m.Step >= 0 }}
-		g, err := graph.New(Log).
-			AddNode("a", add("a")).
-			AddNode("wait", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		g, err := graph.New(Log).AddNode(
+			"a", add("a"), nil).AddNode(
+
+			"wait", func(ctx context.Context, s graph.State) (graph.Update, error) {
 				<-ctx.Done()
 				return graph.Update{}, ctx.Err()
-			}).
-			AddEdge(graph.START, "a").AddEdge("a", "wait").
-			Compile(graph.CompileOptions{Checkpointer: checkpoint.New(drv), CheckpointerTimeout: 50 * time.Millisecond})
+			}, nil).
+			AddEdge(graph.START, "a").AddEdge("a", "wait").Compile(&graph.CompileOptions{Checkpointer: checkpoint.New(drv), CheckpointerTimeout: 50 * time.Millisecond})
+
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		_, err = g.Invoke(ctx, Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t", Durability: d})
+		_, err = g.Invoke(ctx, Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t", Durability: d})
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, graph.ErrCheckpointerTimeout) {
 			t.Fatalf("%s: Invoke = %v, want the caller's deadline or the checkpointer bound", d, err)
@@ -245,10 +248,10 @@ func TestAbandonedAttemptIsIsolatedFromTheNext(t *testing.T) {
 	release := make(chan struct{})
 	lateDone := make(chan graph.TaskInfo, 1)
 	var attempts atomic.Int32
-	g, err := graph.New(Out).
-		AddNode("slow", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(Out).AddNode(
+		"slow", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			if attempts.Add(1) == 1 {
-				// Ignores its context: the timeout abandons it.
+
 				<-release
 				graph.Emit(ctx, "late")
 				graph.StreamMessage(ctx, "late token")
@@ -259,7 +262,7 @@ func TestAbandonedAttemptIsIsolatedFromTheNext(t *testing.T) {
 				return Out.Write("late"), nil
 			}
 			close(release)
-			// Runs while the abandoned attempt does its late calls.
+
 			for range 20 {
 				graph.Emit(ctx, "second")
 				graph.StreamMessage(ctx, "token")
@@ -270,16 +273,16 @@ func TestAbandonedAttemptIsIsolatedFromTheNext(t *testing.T) {
 				t.Errorf("the abandoned attempt sees Attempt %d, want its own (1)", info.Attempt)
 			}
 			return Out.Write("second"), nil
-		}, graph.NodeOptions{Timeout: 10 * time.Millisecond, Retry: &graph.RetryPolicy{InitialInterval: -1, MaxAttempts: 2}}).
-		AddEdge(graph.START, "slow").
-		Compile(graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+		}, &graph.NodeOptions{Timeout: 10 * time.Millisecond, Retry: &graph.RetryPolicy{InitialInterval: -1, MaxAttempts: 2}}).
+		AddEdge(graph.START, "slow").Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	var custom []any
 	var results []graph.TaskResult
 	var final graph.State
-	for ev, err := range g.Stream(context.Background(), Out.Write("in"), graph.RunOptions{ThreadID: "t", StreamModes: []graph.StreamMode{graph.StreamCustom, graph.StreamTasks, graph.StreamValues, graph.StreamMessages}}) {
+	for ev, err := range g.Stream(context.Background(), Out.Write("in"), &graph.RunOptions{ThreadID: "t", StreamModes: []graph.StreamMode{graph.StreamCustom, graph.StreamTasks, graph.StreamValues, graph.StreamMessages}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,19 +319,19 @@ func TestStreamConsumerPanicPropagates(t *testing.T) {
 		graph.Emit(ctx, "ping")
 		return graph.Update{}, nil
 	}
-	sub, err := graph.New(Log).AddNode("inner", emitter).AddEdge(graph.START, "inner").Compile()
+	sub, err := graph.New(Log).AddNode("inner", emitter, nil).AddEdge(graph.START, "inner").Compile(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]*graph.Builder{
-		"inline":   graph.New(Log).AddNode("a", emitter).AddEdge(graph.START, "a"),
-		"timeout":  graph.New(Log).AddNode("a", emitter, graph.NodeOptions{Timeout: time.Minute}).AddEdge(graph.START, "a"),
-		"parallel": graph.New(Log).AddNode("a", emitter).AddNode("b", emitter).AddEdge(graph.START, "a").AddEdge(graph.START, "b"),
-		"subgraph": graph.New(Log).AddSubgraph("s", sub).AddEdge(graph.START, "s"),
+		"inline":   graph.New(Log).AddNode("a", emitter, nil).AddEdge(graph.START, "a"),
+		"timeout":  graph.New(Log).AddNode("a", emitter, &graph.NodeOptions{Timeout: time.Minute}).AddEdge(graph.START, "a"),
+		"parallel": graph.New(Log).AddNode("a", emitter, nil).AddNode("b", emitter, nil).AddEdge(graph.START, "a").AddEdge(graph.START, "b"),
+		"subgraph": graph.New(Log).AddSubgraph("s", sub, nil).AddEdge(graph.START, "s"),
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
-			g, err := b.Compile()
+			g, err := b.Compile(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -341,7 +344,7 @@ func TestStreamConsumerPanicPropagates(t *testing.T) {
 					t.Fatalf("the panic's stack was lost:\n%s", debug.Stack())
 				}
 			}()
-			for ev, err := range g.Stream(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamCustom}, Subgraphs: true}) {
+			for ev, err := range g.Stream(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamCustom}, Subgraphs: true}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -358,22 +361,22 @@ func TestStreamConsumerPanicPropagates(t *testing.T) {
 // its key holds the node's place in the graph, not the parent task's id.
 func TestNodeCacheHitsInsideSubgraphs(t *testing.T) {
 	var calls atomic.Int32
-	sub, err := graph.New(Log).
-		AddNode("expensive", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	sub, err := graph.New(Log).AddNode(
+		"expensive", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			calls.Add(1)
 			return Log.Write([]string{"computed"}), nil
-		}, graph.NodeOptions{Cache: &graph.CachePolicy{}}).
-		AddEdge(graph.START, "expensive").
-		Compile(graph.CompileOptions{Cache: graph.NewMemoryCache()})
+		}, &graph.NodeOptions{Cache: &graph.CachePolicy{}}).
+		AddEdge(graph.START, "expensive").Compile(&graph.CompileOptions{Cache: graph.NewMemoryCache()})
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := graph.New(Log).AddSubgraph("outer", sub).AddEdge(graph.START, "outer").Compile()
+	g, err := graph.New(Log).AddSubgraph("outer", sub, nil).AddEdge(graph.START, "outer").Compile(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		s, err := g.Invoke(context.Background(), Log.Write([]string{"q"}))
+		s, err := g.Invoke(context.Background(), Log.Write([]string{"q"}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,18 +408,18 @@ func TestNodeCacheErrorsAreReported(t *testing.T) {
 	var logged strings.Builder
 	logger := slog.New(slog.NewTextHandler(&logged, nil))
 	ran := 0
-	g, err := graph.New(Log).
-		AddNode("a", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(Log).AddNode(
+		"a", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			ran++
 			return Log.Write([]string{"a"}), nil
-		}, graph.NodeOptions{Cache: &graph.CachePolicy{}}).
-		AddEdge(graph.START, "a").
-		Compile(graph.CompileOptions{Cache: failingCache{}, Logger: logger})
+		}, &graph.NodeOptions{Cache: &graph.CachePolicy{}}).
+		AddEdge(graph.START, "a").Compile(&graph.CompileOptions{Cache: failingCache{}, Logger: logger})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ops []string
-	for ev, err := range g.Stream(context.Background(), Log.Write([]string{"q"}), graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamDebug}}) {
+	for ev, err := range g.Stream(context.Background(), Log.Write([]string{"q"}), &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamDebug}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,14 +440,14 @@ func TestNodeCacheErrorsAreReported(t *testing.T) {
 
 	// A key function that fails fails the task, naming the node.
 	keyErr := errors.New("test: no key")
-	g, err = graph.New(Log).
-		AddNode("k", add("k"), graph.NodeOptions{Cache: &graph.CachePolicy{Key: func(graph.State) (string, error) { return "", keyErr }}}).
-		AddEdge(graph.START, "k").
-		Compile(graph.CompileOptions{Cache: graph.NewMemoryCache()})
+	g, err = graph.New(Log).AddNode(
+		"k", add("k"), &graph.NodeOptions{Cache: &graph.CachePolicy{Key: func(graph.State) (string, error) { return "", keyErr }}}).
+		AddEdge(graph.START, "k").Compile(&graph.CompileOptions{Cache: graph.NewMemoryCache()})
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Invoke(context.Background(), Log.Write([]string{"q"}))
+	_, err = g.Invoke(context.Background(), Log.Write([]string{"q"}), nil)
 	var ce *graph.CacheError
 	var ne *graph.NodeError
 	if !errors.As(err, &ce) || ce.Op != "key" || !errors.Is(err, keyErr) || !errors.As(err, &ne) || ne.Node != "k" {
@@ -459,7 +462,7 @@ func TestAsyncInputSaveFailureRunsNoNode(t *testing.T) {
 	for _, failStep := range []int{-1, 0} {
 		d := &faultyDriver{Driver: checkpoint.NewMemoryDriver(), failPut: func(m checkpoint.Metadata) bool { return m.Step == failStep }}
 		g, ran := threeSteps(t, d, graph.CompileOptions{})
-		_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), graph.RunOptions{ThreadID: "t"})
+		_, err := g.Invoke(context.Background(), Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t"})
 		if !errors.Is(err, errDiskFull) {
 			t.Fatalf("step %d: Invoke = %v, want the save error (%v)", failStep, err, errDiskFull)
 		}

@@ -21,14 +21,19 @@ func add(name string) graph.NodeFunc {
 }
 
 func TestSmokeSequence(t *testing.T) {
-	g, err := graph.New(Log, Count).
-		AddNode("a", add("a")).AddNode("b", add("b")).AddNode("c", add("c")).
-		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("a", "c").AddJoin([]string{"b", "c"}, "d").
-		AddNode("d", add("d")).AddEdge("d", graph.END).Compile()
+	g, err := graph.New(Log, Count).AddNode(
+		"a", add("a"), nil).AddNode(
+		"b", add("b"), nil).AddNode(
+		"c", add("c"), nil).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("a", "c").AddJoin([]string{"b", "c"}, "d").AddNode(
+
+		"d", add("d"), nil).
+		AddEdge("d", graph.END).Compile(nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := g.Invoke(context.Background(), Count.Write(1))
+	s, err := g.Invoke(context.Background(), Count.Write(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,34 +47,35 @@ func TestSmokeSequence(t *testing.T) {
 
 func TestSmokeInterrupt(t *testing.T) {
 	saver := checkpoint.NewMemory()
-	g, err := graph.New(Log).
-		AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+	g, err := graph.New(Log).AddNode(
+		"ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
 			ans, err := graph.Interrupt[string](ctx, "ok?")
 			if err != nil {
 				return graph.Update{}, err
 			}
 			return Log.Write([]string{"ans:" + ans}), nil
-		}).
-		AddEdge(graph.START, "ask").Compile(graph.CompileOptions{Checkpointer: saver})
+		}, nil).
+		AddEdge(graph.START, "ask").Compile(&graph.CompileOptions{Checkpointer: saver})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := graph.RunOptions{ThreadID: "t1"}
-	s, err := g.Invoke(context.Background(), Log.Write([]string{"start"}), opts)
+	s, err := g.Invoke(context.Background(), Log.Write([]string{"start"}), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Interrupts()) != 1 || s.Interrupts()[0].Value != "ok?" {
 		t.Fatalf("interrupts = %+v", s.Interrupts())
 	}
-	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t1"})
+	snap, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(snap.Next) != 1 || snap.Next[0] != "ask" {
 		t.Fatalf("next = %v", snap.Next)
 	}
-	s, err = g.Invoke(context.Background(), graph.Resume("yes"), opts)
+	s, err = g.Invoke(context.Background(), graph.Resume("yes"), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +83,7 @@ func TestSmokeInterrupt(t *testing.T) {
 		t.Fatalf("log = %s", got)
 	}
 	n := 0
-	for _, err := range g.GetStateHistory(context.Background(), "t1") {
+	for _, err := range g.GetStateHistory(context.Background(), "t1", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

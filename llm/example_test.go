@@ -42,7 +42,7 @@ func ExampleStructured() {
 		Reason   string `json:"reason"`
 	}
 	model := scripted.New(llm.AI("", llm.ToolCall{Name: "Route", Args: json.RawMessage(`{"use_agent":true,"reason":"needs a job search"}`)}))
-	r, err := llm.Structured[Route](context.Background(), model, []llm.Message{llm.Human("Find UX jobs in Seoul")})
+	r, err := llm.Structured[Route](context.Background(), model, []llm.Message{llm.Human("Find UX jobs in Seoul")}, nil)
 	fmt.Printf("%+v %v\n", r, err)
 	// Output: {UseAgent:true Reason:needs a job search} <nil>
 }

@@ -76,13 +76,13 @@ func (e *StructuredOutputError) Unwrap() []error { return []error{ErrInvalidOutp
 // Errors of the model call itself are returned as they are.
 //
 // A T whose schema is not an object (a slice, a string) is wrapped in an
-// object with one property, "value", since tools take objects. Of several
-// opts, the last applies.
-func Structured[T any](ctx context.Context, model ChatModel, msgs []Message, opts ...StructuredOptions) (T, error) {
+// object with one property, "value", since tools take objects. opts may be
+// nil for the defaults.
+func Structured[T any](ctx context.Context, model ChatModel, msgs []Message, opts *StructuredOptions) (T, error) {
 	var zero T
 	var o StructuredOptions
-	if len(opts) > 0 {
-		o = opts[len(opts)-1]
+	if opts != nil {
+		o = *opts
 	}
 	typeName := reflect.TypeFor[T]().String()
 	schema, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: o.TypeSchemas})

@@ -25,7 +25,7 @@ func call(name, args string) llm.ToolCall {
 
 func TestStructuredValid(t *testing.T) {
 	m := scripted.New(llm.AI("", call("Route", `{"use_agent":true,"reason":"needs job search","tools":["search_jobs"]}`)))
-	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("Find UX jobs in Seoul")})
+	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("Find UX jobs in Seoul")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestStructuredRepaired(t *testing.T) {
 		llm.AI("", call("Route", `{"use_agent":"yes"}`)),
 		llm.AI("", call("Route", `{"use_agent":false,"reason":"small talk"}`)),
 	)
-	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hello!")})
+	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hello!")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStructuredInvalidTwice(t *testing.T) {
 		llm.AI("", call("Route", `{"reason":"missing use_agent"}`)),
 		llm.AI("I think you should use the agent."),
 	)
-	_, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hi")})
+	_, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hi")}, nil)
 	var se *llm.StructuredOutputError
 	if !errors.Is(err, llm.ErrInvalidOutput) || !errors.As(err, &se) {
 		t.Fatalf("err = %v, want *StructuredOutputError", err)
@@ -106,7 +106,7 @@ func TestStructuredFromText(t *testing.T) {
 		llm.AI("not json at all"),
 		llm.AI("```json\n{\"use_agent\": true, \"reason\": \"r\"}\n```"),
 	)
-	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hi")})
+	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hi")}, nil)
 	if err != nil || !got.UseAgent {
 		t.Fatalf("got %+v, %v", got, err)
 	}
@@ -117,7 +117,7 @@ func TestStructuredFromText(t *testing.T) {
 
 func TestStructuredNonObject(t *testing.T) {
 	m := scripted.New(llm.AI("", call("steps", `{"value":["plan","book"]}`)))
-	got, err := llm.Structured[[]string](context.Background(), m, []llm.Message{llm.Human("steps?")}, llm.StructuredOptions{Name: "steps"})
+	got, err := llm.Structured[[]string](context.Background(), m, []llm.Message{llm.Human("steps?")}, &llm.StructuredOptions{Name: "steps"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestStructuredNonObject(t *testing.T) {
 
 func TestStructuredJSONSchemaMethod(t *testing.T) {
 	m := scripted.New(llm.AI(`{"use_agent":false,"reason":"r"}`))
-	_, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hi")}, llm.StructuredOptions{Method: llm.StructuredJSONSchema})
+	_, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.Human("hi")}, &llm.StructuredOptions{Method: llm.StructuredJSONSchema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +143,8 @@ func TestStructuredJSONSchemaMethod(t *testing.T) {
 // text, even inside a sentence.
 func TestStructuredPromptMethod(t *testing.T) {
 	m := scripted.New(llm.AI(`Sure! {"use_agent": true, "reason": "needs a search"} Hope that helps.`))
-	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.System("You route messages."), llm.Human("find jobs")},
-		llm.StructuredOptions{Method: llm.StructuredPrompt, Name: "route"})
+	got, err := llm.Structured[Route](context.Background(), m, []llm.Message{llm.System("You route messages."), llm.Human("find jobs")}, &llm.StructuredOptions{Method: llm.StructuredPrompt, Name: "route"})
+
 	if err != nil || !got.UseAgent || got.Reason != "needs a search" {
 		t.Fatalf("got %+v, %v", got, err)
 	}
@@ -164,7 +164,7 @@ func TestStructuredPromptMethod(t *testing.T) {
 func TestStructuredModelError(t *testing.T) {
 	boom := &llm.APIError{Provider: "p", StatusCode: 401}
 	m := scripted.NewScript(scripted.Options{}, scripted.Response{Err: boom})
-	_, err := llm.Structured[Route](context.Background(), m, nil)
+	_, err := llm.Structured[Route](context.Background(), m, nil, nil)
 	if !errors.Is(err, llm.ErrAuthentication) || errors.Is(err, llm.ErrInvalidOutput) {
 		t.Errorf("err = %v, want the model's error as it is", err)
 	}

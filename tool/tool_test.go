@@ -141,14 +141,14 @@ func TestRunPanicAndTimeout(t *testing.T) {
 // runNode runs the tool node once over msgs and returns what it wrote.
 func runNode(t *testing.T, reg *tool.Registry, opts tool.NodeOptions, msgs ...llm.Message) []llm.Message {
 	t.Helper()
-	g, err := graph.New(messages).
-		AddNode("tools", tool.Node(reg, messages, opts)).
-		AddEdge(graph.START, "tools").
-		Compile()
+	g, err := graph.New(messages).AddNode(
+		"tools", tool.Node(reg, messages, opts), nil).
+		AddEdge(graph.START, "tools").Compile(nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := g.Invoke(context.Background(), messages.Write(msgs...))
+	st, err := g.Invoke(context.Background(), messages.Write(msgs...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,22 +278,23 @@ func TestWireRoutesToHandlers(t *testing.T) {
 		}
 		return messages.Write(llm.AI("done")), nil
 	}
-	b := graph.New(messages, lastPlaces).AddNode("agent", agent).AddEdge(graph.START, "agent").
-		AddConditionalEdges("agent", func(_ context.Context, s graph.State) (graph.Route, error) {
+	b := graph.New(messages, lastPlaces).AddNode("agent", agent, nil).AddEdge(graph.START, "agent").AddConditionalEdges(
+		"agent", func(_ context.Context, s graph.State) (graph.Route, error) {
 			ms := messages.Get(s)
 			if len(ms[len(ms)-1].ToolCalls) > 0 {
 				return graph.To("tools"), nil
 			}
 			return graph.To(graph.END), nil
-		}, graph.BranchOptions{})
+		}, &graph.BranchOptions{})
+
 	if err := tool.Wire(b, reg, messages, tool.WireOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	g, err := b.Compile()
+	g, err := b.Compile(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ev, err := range g.Stream(context.Background(), messages.Write(llm.Human("hi"))) {
+	for ev, err := range g.Stream(context.Background(), messages.Write(llm.Human("hi")), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +304,7 @@ func TestWireRoutesToHandlers(t *testing.T) {
 	if diff := cmp.Diff(want, visits); diff != "" {
 		t.Errorf("nodes run (-want +got):\n%s", diff)
 	}
-	st, _ := g.Invoke(context.Background(), messages.Write(llm.Human("hi")))
+	st, _ := g.Invoke(context.Background(), messages.Write(llm.Human("hi")), nil)
 	if got := lastPlaces.Get(st); len(got) != 2 {
 		t.Errorf("last_recommended_places %v", got)
 	}

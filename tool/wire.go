@@ -119,10 +119,11 @@ func Wire(b *graph.Builder, reg *Registry, msgs *graph.MessagesChannel[llm.Messa
 		}
 		b.AddNode(node, func(ctx context.Context, s graph.State) (graph.Update, error) {
 			return h.run(ctx, s, LastCalls(msgs.Get(s), tools...))
-		})
+		}, nil)
+
 		b.AddEdge(node, opts.Agent)
 	}
-	b.AddNode(opts.Tools, Node(reg, msgs, opts.Node))
+	b.AddNode(opts.Tools, Node(reg, msgs, opts.Node), nil)
 	if len(order) == 0 {
 		b.AddEdge(opts.Tools, opts.Agent)
 		return nil
@@ -142,6 +143,7 @@ func Wire(b *graph.Builder, reg *Registry, msgs *graph.MessagesChannel[llm.Messa
 			return graph.To(opts.Agent), nil
 		}
 		return graph.To(to...), nil
-	}, graph.BranchOptions{PathMap: pathMap})
+	}, &graph.BranchOptions{PathMap: pathMap})
+
 	return nil
 }

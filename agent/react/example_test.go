@@ -63,7 +63,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	out, err := react.Run(context.Background(), agent, "UX 디자이너가 되고 싶어요")
+	out, err := react.Run(context.Background(), agent, "UX 디자이너가 되고 싶어요", nil)
 	if err != nil {
 		panic(err)
 	}

@@ -65,9 +65,9 @@ func OutcomeOf(msgs []llm.Message) Outcome {
 
 // Run sends question to agent g (built by New) as a new human message and
 // returns the turn's outcome. opts are the graph's run options (a thread
-// for a checkpointed agent).
-func Run(ctx context.Context, g *graph.Graph, question string, opts ...graph.RunOptions) (Outcome, error) {
-	st, err := g.Invoke(ctx, Messages.Write(llm.Human(question)), opts...)
+// for a checkpointed agent), nil for the defaults.
+func Run(ctx context.Context, g *graph.Graph, question string, opts *graph.RunOptions) (Outcome, error) {
+	st, err := g.Invoke(ctx, Messages.Write(llm.Human(question)), opts)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -232,10 +232,12 @@ func New(model llm.ChatModel, tools *tool.Registry, opts Options) (*graph.Graph,
 		tools, _ = tool.NewRegistry()
 	}
 	a := &agent{model: model, tools: tools, opts: o}
-	b := graph.New(append([]graph.Channel{Messages, startedAt}, o.Channels...)...).
-		AddNode(AgentNode, a.node).
-		AddEdge(graph.START, AgentNode).
-		AddConditionalEdges(AgentNode, shouldContinue, graph.BranchOptions{PathMap: map[string]string{ToolsNode: ToolsNode, graph.END: graph.END}})
+	b := graph.New(append([]graph.Channel{Messages, startedAt}, o.Channels...)...).AddNode(
+		AgentNode, a.node, nil).
+		AddEdge(graph.START, AgentNode).AddConditionalEdges(
+
+		AgentNode, shouldContinue, &graph.BranchOptions{PathMap: map[string]string{ToolsNode: ToolsNode, graph.END: graph.END}})
+
 	err = tool.Wire(b, tools, Messages, tool.WireOptions{
 		Tools: ToolsNode,
 		Agent: AgentNode,
@@ -251,7 +253,7 @@ func New(model llm.ChatModel, tools *tool.Registry, opts Options) (*graph.Graph,
 	if err != nil {
 		return nil, err
 	}
-	return b.Compile(graph.CompileOptions{Checkpointer: o.Checkpointer, Name: o.Name})
+	return b.Compile(&graph.CompileOptions{Checkpointer: o.Checkpointer, Name: o.Name})
 }
 
 func shouldContinue(_ context.Context, s graph.State) (graph.Route, error) {

@@ -61,7 +61,7 @@ func run(t *testing.T, model llm.ChatModel, reg *tool.Registry, opts react.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := react.Run(context.Background(), g, "I want to be a UX designer")
+	out, err := react.Run(context.Background(), g, "I want to be a UX designer", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestStreamsTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text strings.Builder
-	for ev, err := range g.Stream(context.Background(), react.Messages.Write(llm.Human("hi")), graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamMessages}}) {
+	for ev, err := range g.Stream(context.Background(), react.Messages.Write(llm.Human("hi")), &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamMessages}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +308,7 @@ func TestTurnsOnAThread(t *testing.T) {
 	}
 	opts := graph.RunOptions{ThreadID: "t1"}
 	for i, want := range []string{"One job.", "Still one job."} {
-		got, err := react.Run(context.Background(), g, "jobs?", opts)
+		got, err := react.Run(context.Background(), g, "jobs?", &opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func TestPostProcessingNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var nodes []string
-	for ev, err := range g.Stream(context.Background(), react.Messages.Write(llm.Human("hi"))) {
+	for ev, err := range g.Stream(context.Background(), react.Messages.Write(llm.Human("hi")), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,11 +381,11 @@ func TestRepeatedProviderIDs(t *testing.T) {
 		}
 		opts := graph.RunOptions{ThreadID: "t1"}
 		for _, q := range []string{"one", "two"} {
-			if _, err := react.Run(context.Background(), g, q, opts); err != nil {
+			if _, err := react.Run(context.Background(), g, q, &opts); err != nil {
 				t.Fatal(err)
 			}
 		}
-		st, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t1"})
+		st, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t1"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestAnswerModelFailure(t *testing.T) {
 			if events == 0 {
 				t.Error("no events")
 			}
-			st, err := agent.GetState(ctx, checkpoint.Config{ThreadID: "t"})
+			st, err := agent.GetState(ctx, checkpoint.Config{ThreadID: "t"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

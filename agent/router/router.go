@@ -313,7 +313,7 @@ func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
 			ctx, cancel = context.WithTimeout(ctx, r.opts.TurnTimeout)
 			defer cancel()
 		}
-		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, llm.StructuredOptions{Name: "route", Description: "Where the message should go.", Method: r.opts.ClassifierMethod, TypeSchemas: routeSchema})
+		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, &llm.StructuredOptions{Name: "route", Description: "Where the message should go.", Method: r.opts.ClassifierMethod, TypeSchemas: routeSchema})
 		if err == nil && (d.Route == Chat || d.Route == Agent) {
 			r.byModel.Add(1)
 			return d.Route, ByModel
@@ -335,10 +335,10 @@ var routeSchema = map[reflect.Type]*jsonschema.Schema{
 
 // Handle routes msg and answers it: Answer without events. opts are the
 // agent's run options (a thread for a checkpointed agent).
-func (r *Router) Handle(ctx context.Context, msg string, opts ...graph.RunOptions) (Reply, error) {
+func (r *Router) Handle(ctx context.Context, msg string, opts *graph.RunOptions) (Reply, error) {
 	var o AnswerOptions
-	if len(opts) > 0 {
-		o.Run = opts[len(opts)-1]
+	if opts != nil {
+		o.Run = *opts
 	}
 	return r.Answer(ctx, msg, o)
 }
@@ -398,7 +398,7 @@ func (r *Router) answerByAgent(ctx context.Context, msg string, opts AnswerOptio
 	input := react.Messages.Write(llm.Human(msg))
 	var final graph.State
 	if opts.OnEvent == nil {
-		st, err := r.agent.Invoke(ctx, input, opts.Run)
+		st, err := r.agent.Invoke(ctx, input, &opts.Run)
 		if err != nil {
 			return Reply{}, fmt.Errorf("router: agent: %w", err)
 		}
@@ -411,7 +411,7 @@ func (r *Router) answerByAgent(ctx context.Context, msg string, opts AnswerOptio
 		if !slices.Contains(asked, graph.StreamValues) {
 			run.StreamModes = append(slices.Clone(asked), graph.StreamValues)
 		}
-		for ev, err := range r.agent.Stream(ctx, input, run) {
+		for ev, err := range r.agent.Stream(ctx, input, &run) {
 			if err != nil {
 				return Reply{}, fmt.Errorf("router: agent: %w", err)
 			}
@@ -448,7 +448,7 @@ func (r *Router) answerByChat(ctx, tctx context.Context, msg string, opts Answer
 	cfg := checkpoint.Config{ThreadID: thread}
 	var history []llm.Message
 	if thread != "" {
-		st, err := r.agent.GetState(ctx, cfg)
+		st, err := r.agent.GetState(ctx, cfg, nil)
 		switch {
 		case errors.Is(err, graph.ErrNoCheckpointer):
 			thread = "" // nothing to read or save

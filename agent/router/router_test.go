@@ -179,7 +179,7 @@ func TestHandleAndStats(t *testing.T) {
 		llm.AI("There is a UX designer opening at Acme."),
 	)
 	ctx := context.Background()
-	chat, err := r.Handle(ctx, "안녕하세요")
+	chat, err := r.Handle(ctx, "안녕하세요", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestHandleAndStats(t *testing.T) {
 	if string(b) != `{"message":"Hi! How can I help?","used_agent":false,"tools_used":[]}` {
 		t.Errorf("JSON %s", b)
 	}
-	agent, err := r.Handle(ctx, "UX 디자이너가 되고 싶어요")
+	agent, err := r.Handle(ctx, "UX 디자이너가 되고 싶어요", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestHandleAndStats(t *testing.T) {
 		t.Errorf("agent reply (-want +got):\n%s", diff)
 	}
 	for range 2 {
-		if _, err := r.Handle(ctx, "thanks!"); err != nil {
+		if _, err := r.Handle(ctx, "thanks!", nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,29 +50,32 @@ var bumped = strings.Repeat(" a", 10)
 // jokeSubgraph is edit -> generate -> bump, where bump loops on itself until
 // the joke has been bumped ten times. Input: subject; output: jokes.
 func jokeSubgraph() (*graph.Graph, error) {
-	return graph.New(jokeSubject, jokeJokes).
-		AddNode("edit", func(_ context.Context, s graph.State) (graph.Update, error) {
+	return graph.New(jokeSubject, jokeJokes).AddNode(
+		"edit", func(_ context.Context, s graph.State) (graph.Update, error) {
 			return jokeSubject.Write(jsString(jokeSubject.Get(s)) + " - hohoho"), nil
-		}).
-		AddNode("generate", func(_ context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"generate", func(_ context.Context, s graph.State) (graph.Update, error) {
 			return jokeJokes.Write([]string{"Joke about " + jsString(jokeSubject.Get(s))}), nil
-		}).
-		AddNode("bump", func(_ context.Context, s graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"bump", func(_ context.Context, s graph.State) (graph.Update, error) {
 			return jokeJokes.Write([]string{jokeJokes.Get(s)[0] + " a"}), nil
-		}).
+		}, nil).
 		AddEdge(graph.START, "edit").
 		AddEdge("edit", "generate").
 		AddEdge("generate", "bump").
-		AddEdge("generate", graph.END).
-		AddConditionalEdges("bump", func(_ context.Context, s graph.State) (graph.Route, error) {
+		AddEdge("generate", graph.END).AddConditionalEdges(
+
+		"bump", func(_ context.Context, s graph.State) (graph.Route, error) {
 			if strings.HasSuffix(jokeJokes.Get(s)[0], bumped) {
 				return graph.To(graph.END), nil
 			}
 			return graph.To("bump"), nil
-		}).
+		}, nil).
 		Input(jokeSubject).
-		Output(jokeJokes).
-		Compile()
+		Output(jokeJokes).Compile(nil)
+
 }
 
 // fanoutToSubgraph sends each of k random subjects, each a list of 1,000
@@ -83,18 +86,19 @@ func fanoutToSubgraph(k int, saver *checkpoint.Saver) (*graph.Graph, graph.Updat
 	if err != nil {
 		return nil, graph.Update{}, err
 	}
-	g, err := graph.New(fanSubjects, fanJokes).
-		AddSubgraph("generate_joke", sub).
-		AddConditionalEdges(graph.START, func(_ context.Context, s graph.State) (graph.Route, error) {
+	g, err := graph.New(fanSubjects, fanJokes).AddSubgraph(
+		"generate_joke", sub, nil).AddConditionalEdges(
+
+		graph.START, func(_ context.Context, s graph.State) (graph.Route, error) {
 			subjects := fanSubjects.Get(s)
 			sends := make([]graph.Send, len(subjects))
 			for i, subject := range subjects {
 				sends[i] = graph.Send{Node: "generate_joke", Arg: jokeSubject.Write(subject)}
 			}
 			return graph.Sends(sends...), nil
-		}).
-		AddEdge("generate_joke", graph.END).
-		Compile(graph.CompileOptions{Checkpointer: saver})
+		}, nil).
+		AddEdge("generate_joke", graph.END).Compile(&graph.CompileOptions{Checkpointer: saver})
+
 	if err != nil {
 		return nil, graph.Update{}, err
 	}

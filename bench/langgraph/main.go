@@ -216,7 +216,7 @@ func drain(ctx context.Context, g *graph.Graph, in graph.Update) (int, error) {
 		StreamModes:    []graph.StreamMode{graph.StreamUpdates},
 		Durability:     graph.DurabilityExit,
 	}
-	for _, err := range g.Stream(ctx, in, opts) {
+	for _, err := range g.Stream(ctx, in, &opts) {
 		if err != nil {
 			return n, err
 		}

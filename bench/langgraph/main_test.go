@@ -147,7 +147,7 @@ func TestFanoutSubjectsAsInBenchMJS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := g.Invoke(context.Background(), in, graph.RunOptions{ThreadID: "fanout"})
+	st, err := g.Invoke(context.Background(), in, &graph.RunOptions{ThreadID: "fanout"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,12 +43,12 @@ func sequential(n int) (*graph.Graph, graph.Update, error) {
 	prev := graph.START
 	for i := range n {
 		name := "node_" + strconv.Itoa(i)
-		b.AddNode(name, emptyNode)
+		b.AddNode(name, emptyNode, nil)
 		b.AddEdge(prev, name)
 		prev = name
 	}
 	b.AddEdge(prev, graph.END)
-	g, err := b.Compile()
+	g, err := b.Compile(nil)
 	return g, messages.Write(), err
 }
 

@@ -196,26 +196,33 @@ func wideDict(n, outer, inner int, saver *checkpoint.Saver) (*graph.Graph, graph
 		wdMessages, wdTriggerEvents, wdPrimaryIssueMedium, wdAutoresponse, wdIssue,
 		wdRelevantRules, wdMemoryDocs, wdCategorizations, wdResponses, wdUserInfo,
 		wdCrmInfo, wdEmailThreadID, wdSlackParticipants, wdBotID, wdNotifiedAssignees,
-	).
-		AddNode("one", rw(n, "messages", "trigger_events", "primary_issue_medium")).
-		AddNode("two", rw(n, "trigger_events", "autoresponse", "issue")).
-		AddNode("three", rw(n, "autoresponse", "relevant_rules")).
-		AddNode("four", rw(n, "trigger_events", "categorizations", "responses", "memory_docs")).
-		AddNode("five", rw(n, "categorizations", "user_info", "crm_info", "email_thread_id", "slack_participants", "bot_id", "notified_assignees")).
-		AddNode("six", rw(n, "responses", "messages")).
+	).AddNode(
+
+		"one", rw(n, "messages", "trigger_events", "primary_issue_medium"), nil).AddNode(
+
+		"two", rw(n, "trigger_events", "autoresponse", "issue"), nil).AddNode(
+
+		"three", rw(n, "autoresponse", "relevant_rules"), nil).AddNode(
+
+		"four", rw(n, "trigger_events", "categorizations", "responses", "memory_docs"), nil).AddNode(
+
+		"five", rw(n, "categorizations", "user_info", "crm_info", "email_thread_id", "slack_participants", "bot_id", "notified_assignees"), nil).AddNode(
+
+		"six", rw(n, "responses", "messages"), nil).
 		AddEdge(graph.START, "one").
 		AddEdge("one", "two").
 		AddEdge("two", "three").
 		AddEdge("two", "four").
 		AddJoin([]string{"three", "four"}, "five").
-		AddEdge("five", "six").
-		AddConditionalEdges("six", func(_ context.Context, s graph.State) (graph.Route, error) {
+		AddEdge("five", "six").AddConditionalEdges(
+
+		"six", func(_ context.Context, s graph.State) (graph.Route, error) {
 			if len(wdMessages.Get(s)) > n {
 				return graph.To(graph.END), nil
 			}
 			return graph.To("one"), nil
-		}).
-		Compile(graph.CompileOptions{Checkpointer: saver})
+		}, nil).Compile(&graph.CompileOptions{Checkpointer: saver})
+
 	if err != nil {
 		return nil, graph.Update{}, err
 	}

@@ -373,7 +373,7 @@ func measure(ctx context.Context, backend string, d checkpoint.Driver, disk disk
 	start := time.Now()
 	var st graph.State
 	for turn := range turns {
-		st, err = g.Invoke(ctx, messages.Write(Message{Role: "human", Content: text.question()}), opts)
+		st, err = g.Invoke(ctx, messages.Write(Message{Role: "human", Content: text.question()}), &opts)
 		if err != nil {
 			return result{}, fmt.Errorf("turn %d: %w", turn, err)
 		}
@@ -497,13 +497,15 @@ func newAgent(saver *checkpoint.Saver, text *prose) (*graph.Graph, error) {
 		}
 		return graph.To(graph.END), nil
 	}
-	return graph.New(messages).
-		AddNode("agent", agent).
-		AddNode("tools", tools).
-		AddEdge(graph.START, "agent").
-		AddConditionalEdges("agent", route).
-		AddEdge("tools", "agent").
-		Compile(graph.CompileOptions{Checkpointer: saver})
+	return graph.New(messages).AddNode(
+		"agent", agent, nil).AddNode(
+
+		"tools", tools, nil).
+		AddEdge(graph.START, "agent").AddConditionalEdges(
+
+		"agent", route, nil).
+		AddEdge("tools", "agent").Compile(&graph.CompileOptions{Checkpointer: saver})
+
 }
 
 // ---------------------------------------------------------------- the text

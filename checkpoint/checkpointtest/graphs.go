@@ -47,19 +47,21 @@ func say(text string, calls *atomic.Int64) graph.NodeFunc {
 func testGraphInterruptResume(t *testing.T, s *checkpoint.Saver) {
 	var drafts, asks, finishes atomic.Int64
 	build := func() *graph.Graph {
-		g, err := graph.New(Messages).
-			AddNode("draft", say("draft", &drafts)).
-			AddNode("approve", func(ctx context.Context, st graph.State) (graph.Update, error) {
+		g, err := graph.New(Messages).AddNode(
+			"draft", say("draft", &drafts), nil).AddNode(
+
+			"approve", func(ctx context.Context, st graph.State) (graph.Update, error) {
 				asks.Add(1)
 				ans, err := graph.Interrupt[string](ctx, "approve "+Messages.Get(st)[len(Messages.Get(st))-1].Text+"?")
 				if err != nil {
 					return graph.Update{}, err
 				}
 				return Messages.Write(Msg{Text: "approved:" + ans}), nil
-			}).
-			AddNode("finish", say("done", &finishes)).
-			AddEdge(graph.START, "draft").AddEdge("draft", "approve").AddEdge("approve", "finish").
-			Compile(graph.CompileOptions{Checkpointer: s})
+			}, nil).AddNode(
+
+			"finish", say("done", &finishes), nil).
+			AddEdge(graph.START, "draft").AddEdge("draft", "approve").AddEdge("approve", "finish").Compile(&graph.CompileOptions{Checkpointer: s})
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +70,7 @@ func testGraphInterruptResume(t *testing.T, s *checkpoint.Saver) {
 	opts := graph.RunOptions{ThreadID: "hitl", Metadata: map[string]any{"user": "ann"}}
 	want := []string{}
 	for turn := range 3 {
-		st, err := build().Invoke(bg, Messages.Write(Msg{Text: fmt.Sprintf("ask%d", turn)}), opts)
+		st, err := build().Invoke(bg, Messages.Write(Msg{Text: fmt.Sprintf("ask%d", turn)}), &opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +79,7 @@ func testGraphInterruptResume(t *testing.T, s *checkpoint.Saver) {
 			t.Fatalf("turn %d: interrupts = %+v; want one asking to approve the draft", turn, its)
 		}
 		// A new graph over the same saver, as another process would resume.
-		st, err = build().Invoke(bg, graph.Resume(fmt.Sprintf("yes%d", turn)), opts)
+		st, err = build().Invoke(bg, graph.Resume(fmt.Sprintf("yes%d", turn)), &opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +94,7 @@ func testGraphInterruptResume(t *testing.T, s *checkpoint.Saver) {
 	if drafts.Load() != 3 || asks.Load() != 6 || finishes.Load() != 3 {
 		t.Fatalf("draft ran %d times, approve %d, finish %d; want 3, 6, 3", drafts.Load(), asks.Load(), finishes.Load())
 	}
-	snap, err := build().GetState(bg, checkpoint.Config{ThreadID: "hitl"})
+	snap, err := build().GetState(bg, checkpoint.Config{ThreadID: "hitl"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func testGraphInterruptResume(t *testing.T, s *checkpoint.Saver) {
 	}
 	// Every checkpoint of the history reads back.
 	n := 0
-	for snap, err := range build().GetStateHistory(bg, "hitl") {
+	for snap, err := range build().GetStateHistory(bg, "hitl", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,28 +129,30 @@ func testGraphPendingWrites(t *testing.T, s *checkpoint.Saver) {
 	var oks, flakies, joins atomic.Int64
 	var fail atomic.Bool
 	fail.Store(true)
-	g, err := graph.New(Messages).
-		AddNode("ok", say("ok#", &oks)).
-		AddNode("flaky", func(ctx context.Context, st graph.State) (graph.Update, error) {
+	g, err := graph.New(Messages).AddNode(
+		"ok", say("ok#", &oks), nil).AddNode(
+
+		"flaky", func(ctx context.Context, st graph.State) (graph.Update, error) {
 			flakies.Add(1)
 			if fail.Load() {
 				return graph.Update{}, errFlaky
 			}
 			return Messages.Write(Msg{Text: "flaky"}), nil
-		}).
-		AddNode("join", say("join#", &joins)).
+		}, nil).AddNode(
+
+		"join", say("join#", &joins), nil).
 		AddEdge(graph.START, "ok").AddEdge(graph.START, "flaky").
-		AddJoin([]string{"ok", "flaky"}, "join").
-		Compile(graph.CompileOptions{Checkpointer: s})
+		AddJoin([]string{"ok", "flaky"}, "join").Compile(&graph.CompileOptions{Checkpointer: s})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := graph.RunOptions{ThreadID: "fail", Durability: graph.DurabilitySync}
-	_, err = g.Invoke(bg, Messages.Write(Msg{Text: "go"}), opts)
+	_, err = g.Invoke(bg, Messages.Write(Msg{Text: "go"}), &opts)
 	if !errors.Is(err, errFlaky) {
 		t.Fatalf("first run: %v; want the node's error", err)
 	}
-	snap, err := g.GetState(bg, checkpoint.Config{ThreadID: "fail"})
+	snap, err := g.GetState(bg, checkpoint.Config{ThreadID: "fail"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +164,7 @@ func testGraphPendingWrites(t *testing.T, s *checkpoint.Saver) {
 		t.Fatalf("tasks after the failure = %+v; want flaky failed and ok not", snap.Tasks)
 	}
 	fail.Store(false)
-	st, err := g.Invoke(bg, graph.Update{}, opts)
+	st, err := g.Invoke(bg, graph.Update{}, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,27 +178,29 @@ func testGraphPendingWrites(t *testing.T, s *checkpoint.Saver) {
 
 func testGraphForkReplay(t *testing.T, s *checkpoint.Saver) {
 	var as, bs, cs atomic.Int64
-	g, err := graph.New(Messages).
-		AddNode("a", say("a#", &as)).AddNode("b", say("b#", &bs)).AddNode("c", say("c#", &cs)).
-		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").
-		Compile(graph.CompileOptions{Checkpointer: s})
+	g, err := graph.New(Messages).AddNode(
+		"a", say("a#", &as), nil).AddNode(
+		"b", say("b#", &bs), nil).AddNode(
+		"c", say("c#", &cs), nil).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").Compile(&graph.CompileOptions{Checkpointer: s})
+
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := graph.RunOptions{ThreadID: "tt"}
-	st, err := g.Invoke(bg, Messages.Write(Msg{Text: "in"}), opts)
+	st, err := g.Invoke(bg, Messages.Write(Msg{Text: "in"}), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := texts(st); got != "in,a1,b1,c1" {
 		t.Fatalf("first run = %s", got)
 	}
-	first, err := g.GetState(bg, checkpoint.Config{ThreadID: "tt"})
+	first, err := g.GetState(bg, checkpoint.Config{ThreadID: "tt"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var beforeB graph.StateSnapshot
-	for snap, err := range g.GetStateHistory(bg, "tt") {
+	for snap, err := range g.GetStateHistory(bg, "tt", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +215,7 @@ func testGraphForkReplay(t *testing.T, s *checkpoint.Saver) {
 	// new branch reuses the old branch's channel versions.
 	replay := opts
 	replay.CheckpointID = beforeB.Config.CheckpointID
-	st, err = g.Invoke(bg, graph.Update{}, replay)
+	st, err = g.Invoke(bg, graph.Update{}, &replay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,14 +225,14 @@ func testGraphForkReplay(t *testing.T, s *checkpoint.Saver) {
 	if as.Load() != 1 {
 		t.Fatalf("a ran %d times; the replay must start after it", as.Load())
 	}
-	old, err := g.GetState(bg, first.Config)
+	old, err := g.GetState(bg, first.Config, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := texts(old.Values); got != "in,a1,b1,c1" {
 		t.Fatalf("the old branch's last checkpoint now reads %s; want in,a1,b1,c1", got)
 	}
-	latest, err := g.GetState(bg, checkpoint.Config{ThreadID: "tt"})
+	latest, err := g.GetState(bg, checkpoint.Config{ThreadID: "tt"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +244,7 @@ func testGraphForkReplay(t *testing.T, s *checkpoint.Saver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err = g.Invoke(bg, graph.Update{}, graph.RunOptions{ThreadID: "tt", CheckpointID: cfg.CheckpointID})
+	st, err = g.Invoke(bg, graph.Update{}, &graph.RunOptions{ThreadID: "tt", CheckpointID: cfg.CheckpointID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +255,7 @@ func testGraphForkReplay(t *testing.T, s *checkpoint.Saver) {
 		cfg  checkpoint.Config
 		want string
 	}{{first.Config, "in,a1,b1,c1"}, {latest.Config, "in,a1,b2,c2"}, {beforeB.Config, "in,a1"}} {
-		snap, err := g.GetState(bg, c.cfg)
+		snap, err := g.GetState(bg, c.cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -218,10 +218,12 @@ func OwnershipGraph(t testing.TB, s *checkpoint.Saver) *graph.Graph {
 			return Turns.Write([]string{who.Get(st) + ":" + name}), nil
 		}
 	}
-	g, err := graph.New(Turns, who).
-		AddNode("a", step("a")).AddNode("b", step("b")).AddNode("c", step("c")).
-		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").
-		Compile(graph.CompileOptions{Checkpointer: s})
+	g, err := graph.New(Turns, who).AddNode(
+		"a", step("a"), nil).AddNode(
+		"b", step("b"), nil).AddNode(
+		"c", step("c"), nil).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").Compile(&graph.CompileOptions{Checkpointer: s})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func testGraphOneWriterPerThread(t *testing.T, s *checkpoint.Saver) {
 				var wg sync.WaitGroup
 				for i := range n {
 					wg.Go(func() {
-						_, errs[i] = g.Invoke(ctx, RunInput(fmt.Sprint("r", i)), graph.RunOptions{ThreadID: thread, Durability: dur, Busy: busy})
+						_, errs[i] = g.Invoke(ctx, RunInput(fmt.Sprint("r", i)), &graph.RunOptions{ThreadID: thread, Durability: dur, Busy: busy})
 					})
 				}
 				wg.Wait()
@@ -304,7 +306,7 @@ func testGraphOneWriterPerThread(t *testing.T, s *checkpoint.Saver) {
 				if busy == graph.BusyWait && len(ok) != n {
 					t.Fatalf("%d of %d waiting runs succeeded; want all", len(ok), n)
 				}
-				st, err := g.GetState(bg, checkpoint.Config{ThreadID: thread})
+				st, err := g.GetState(bg, checkpoint.Config{ThreadID: thread}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -318,16 +320,16 @@ func testGraphOneWriterPerThread(t *testing.T, s *checkpoint.Saver) {
 // holds it, and works once the thread is free.
 func testGraphUpdateStateBusy(t *testing.T, s *checkpoint.Saver) {
 	g := OwnershipGraph(t, s)
-	if _, err := g.Invoke(bg, RunInput("r0"), graph.RunOptions{ThreadID: "t"}); err != nil {
+	if _, err := g.Invoke(bg, RunInput("r0"), &graph.RunOptions{ThreadID: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	l := acquire(t, s, "t", checkpoint.LeaseOptions{})
 	_, err := g.UpdateState(bg, checkpoint.Config{ThreadID: "t"}, Turns.Write([]string{"x"}), "c")
 	wantErr(t, err, checkpoint.ErrThreadBusy, "UpdateState on a held thread")
-	_, err = g.Invoke(bg, RunInput("r1"), graph.RunOptions{ThreadID: "t"})
+	_, err = g.Invoke(bg, RunInput("r1"), &graph.RunOptions{ThreadID: "t"})
 	wantErr(t, err, checkpoint.ErrThreadBusy, "Invoke on a held thread")
 	// A run handed the held lease runs under it, and leaves it held.
-	if _, err := g.Invoke(bg, RunInput("r2"), graph.RunOptions{ThreadID: "t", Lease: l}); err != nil {
+	if _, err := g.Invoke(bg, RunInput("r2"), &graph.RunOptions{ThreadID: "t", Lease: l}); err != nil {
 		t.Fatalf("Invoke with the caller's lease: %v", err)
 	}
 	if l.Err() != nil {
@@ -337,7 +339,7 @@ func testGraphUpdateStateBusy(t *testing.T, s *checkpoint.Saver) {
 	if _, err := g.UpdateState(checkpoint.WithLease(bg, l), checkpoint.Config{ThreadID: "t"}, Turns.Write([]string{"u"}), "c"); err != nil {
 		t.Fatalf("UpdateState under the caller's lease: %v", err)
 	}
-	if _, err := g.Invoke(bg, RunInput("r3"), graph.RunOptions{ThreadID: "other", Lease: l}); !errors.Is(err, graph.ErrInvalidInput) {
+	if _, err := g.Invoke(bg, RunInput("r3"), &graph.RunOptions{ThreadID: "other", Lease: l}); !errors.Is(err, graph.ErrInvalidInput) {
 		t.Fatalf("Invoke on another thread with the lease: %v; want ErrInvalidInput", err)
 	}
 	if err := l.Release(bg); err != nil {
@@ -346,7 +348,7 @@ func testGraphUpdateStateBusy(t *testing.T, s *checkpoint.Saver) {
 	if _, err := g.UpdateState(bg, checkpoint.Config{ThreadID: "t"}, Turns.Write([]string{"x"}), "c"); err != nil {
 		t.Fatalf("UpdateState on a free thread: %v", err)
 	}
-	st, err := g.GetState(bg, checkpoint.Config{ThreadID: "t"})
+	st, err := g.GetState(bg, checkpoint.Config{ThreadID: "t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,11 +363,12 @@ func testGraphUpdateStateBusy(t *testing.T, s *checkpoint.Saver) {
 func testGraphLeaseLoss(t *testing.T, s *checkpoint.Saver) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
-	g, err := graph.New(Turns, who).
-		AddNode("a", func(ctx context.Context, st graph.State) (graph.Update, error) {
+	g, err := graph.New(Turns, who).AddNode(
+		"a", func(ctx context.Context, st graph.State) (graph.Update, error) {
 			return Turns.Write([]string{who.Get(st) + ":a"}), nil
-		}).
-		AddNode("block", func(ctx context.Context, st graph.State) (graph.Update, error) {
+		}, nil).AddNode(
+
+		"block", func(ctx context.Context, st graph.State) (graph.Update, error) {
 			started <- struct{}{}
 			select {
 			case <-ctx.Done():
@@ -373,9 +376,9 @@ func testGraphLeaseLoss(t *testing.T, s *checkpoint.Saver) {
 			case <-release:
 			}
 			return Turns.Write([]string{who.Get(st) + ":block"}), nil
-		}).
-		AddEdge(graph.START, "a").AddEdge("a", "block").
-		Compile(graph.CompileOptions{Checkpointer: s})
+		}, nil).
+		AddEdge(graph.START, "a").AddEdge("a", "block").Compile(&graph.CompileOptions{Checkpointer: s})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +386,7 @@ func testGraphLeaseLoss(t *testing.T, s *checkpoint.Saver) {
 
 	// Cancel requested.
 	done := make(chan error, 1)
-	go func() { _, err := g.Invoke(bg, RunInput("c"), opts); done <- err }()
+	go func() { _, err := g.Invoke(bg, RunInput("c"), &opts); done <- err }()
 	<-started
 	if ok, err := s.RequestCancel(bg, "t"); err != nil || !ok {
 		t.Fatalf("RequestCancel = %v, %v", ok, err)
@@ -396,7 +399,7 @@ func testGraphLeaseLoss(t *testing.T, s *checkpoint.Saver) {
 	}
 
 	// Lease lost: another owner takes the thread from under the run.
-	go func() { _, err := g.Invoke(bg, RunInput("l"), opts); done <- err }()
+	go func() { _, err := g.Invoke(bg, RunInput("l"), &opts); done <- err }()
 	<-started
 	lease := takeOver(t, s, "t")
 	before := dump(t, s, "t")

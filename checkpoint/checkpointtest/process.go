@@ -86,7 +86,7 @@ func childRuns(t *testing.T, s *checkpoint.Saver, spec childSpec) {
 		wg.Go(func() {
 			id := fmt.Sprintf("p%dr%d", spec.Proc, i)
 			r := childResult{ID: id, Start: time.Now().UnixNano()}
-			_, err := g.Invoke(ctx, RunInput(id), graph.RunOptions{ThreadID: spec.Thread, Busy: spec.Busy, Durability: spec.Dur})
+			_, err := g.Invoke(ctx, RunInput(id), &graph.RunOptions{ThreadID: spec.Thread, Busy: spec.Busy, Durability: spec.Dur})
 			r.End = time.Now().UnixNano()
 			switch {
 			case err == nil:
@@ -113,19 +113,21 @@ func childHold(t *testing.T, s *checkpoint.Saver, spec childSpec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := graph.New(Turns, who).
-		AddNode("a", func(ctx context.Context, st graph.State) (graph.Update, error) {
+	g, err := graph.New(Turns, who).AddNode(
+		"a", func(ctx context.Context, st graph.State) (graph.Update, error) {
 			fmt.Println("HOLDING")
 			select {}
-		}).
-		AddNode("b", func(ctx context.Context, st graph.State) (graph.Update, error) { return graph.Update{}, nil }).
-		AddNode("c", func(ctx context.Context, st graph.State) (graph.Update, error) { return graph.Update{}, nil }).
-		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").
-		Compile(graph.CompileOptions{Checkpointer: s})
+		}, nil).AddNode(
+
+		"b", func(ctx context.Context, st graph.State) (graph.Update, error) { return graph.Update{}, nil }, nil).AddNode(
+
+		"c", func(ctx context.Context, st graph.State) (graph.Update, error) { return graph.Update{}, nil }, nil).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").Compile(&graph.CompileOptions{Checkpointer: s})
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Invoke(bg, RunInput("dead"), graph.RunOptions{ThreadID: spec.Thread, LeaseTTL: ttl, Durability: graph.DurabilitySync})
+	_, err = g.Invoke(bg, RunInput("dead"), &graph.RunOptions{ThreadID: spec.Thread, LeaseTTL: ttl, Durability: graph.DurabilitySync})
 	t.Fatalf("the holding run returned: %v", err)
 }
 
@@ -256,7 +258,7 @@ func OwnershipAcrossProcesses(t *testing.T, target func(t *testing.T) string, op
 		if busy == graph.BusyWait && len(ok) != procs*runs {
 			t.Fatalf("wait mode: %d of %d runs succeeded; want all", len(ok), procs*runs)
 		}
-		st, err := g.GetState(bg, checkpoint.Config{ThreadID: thread})
+		st, err := g.GetState(bg, checkpoint.Config{ThreadID: thread}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,16 +294,16 @@ func KilledHolder(t *testing.T, target func(t *testing.T) string, open Opener) {
 	cmd.Wait()
 
 	g := OwnershipGraph(t, s)
-	_, err := g.Invoke(bg, RunInput("next"), graph.RunOptions{ThreadID: "k"})
+	_, err := g.Invoke(bg, RunInput("next"), &graph.RunOptions{ThreadID: "k"})
 	if !errors.Is(err, checkpoint.ErrThreadBusy) {
 		t.Fatalf("a fail-fast run right after the kill: %v; want ErrThreadBusy (the dead holder's lease has not expired)", err)
 	}
 	ctx, cancel := context.WithTimeout(bg, waitBound)
 	defer cancel()
-	if _, err := g.Invoke(ctx, RunInput("next"), graph.RunOptions{ThreadID: "k", Busy: graph.BusyWait}); err != nil {
+	if _, err := g.Invoke(ctx, RunInput("next"), &graph.RunOptions{ThreadID: "k", Busy: graph.BusyWait}); err != nil {
 		t.Fatalf("the run after the holder was killed: %v", err)
 	}
-	st, err := g.GetState(bg, checkpoint.Config{ThreadID: "k"})
+	st, err := g.GetState(bg, checkpoint.Config{ThreadID: "k"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

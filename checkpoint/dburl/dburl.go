@@ -5,7 +5,7 @@
 //	db, err := dburl.FromEnv(ctx)  // $WEFT_DATABASE_URL, or ./weft.db
 //	if err != nil { ... }
 //	defer db.Close()
-//	g, err := builder.Compile(graph.CompileOptions{Checkpointer: db.Saver})
+//	g, err := builder.Compile(&graph.CompileOptions{Checkpointer: db.Saver})
 //
 // Accepted forms:
 //

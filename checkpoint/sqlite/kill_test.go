@@ -59,14 +59,17 @@ func killGraph(t testing.TB, saver *checkpoint.Saver, counts map[string]*atomic.
 		}
 		return msgs.Write(checkpointtest.Msg{Text: "crasher"}), nil
 	}
-	g, err := graph.New(msgs).
-		AddNode("a", say("a", counts["a"])).
-		AddNode("writer", say("written", counts["writer"])).
-		AddNode("crasher", crasher).
-		AddNode("after", say("after", counts["after"])).
+	g, err := graph.New(msgs).AddNode(
+		"a", say("a", counts["a"]), nil).AddNode(
+
+		"writer", say("written", counts["writer"]), nil).AddNode(
+
+		"crasher", crasher, nil).AddNode(
+
+		"after", say("after", counts["after"]), nil).
 		AddEdge(graph.START, "a").AddEdge("a", "writer").AddEdge("a", "crasher").
-		AddJoin([]string{"writer", "crasher"}, "after").
-		Compile(graph.CompileOptions{Checkpointer: saver})
+		AddJoin([]string{"writer", "crasher"}, "after").Compile(&graph.CompileOptions{Checkpointer: saver})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +115,7 @@ func TestKillMidSuperstep(t *testing.T) {
 	// The first turn, finished in the child, is all there.
 	turn1 := "one,a,crasher,written,after"
 	var found bool
-	for snap, err := range g.GetStateHistory(ctx, "k") {
+	for snap, err := range g.GetStateHistory(ctx, "k", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +127,7 @@ func TestKillMidSuperstep(t *testing.T) {
 		t.Fatalf("the first turn's final checkpoint is missing after the crash")
 	}
 	// The thread stopped after a, with writer's result saved.
-	snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "k"})
+	snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "k"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,7 @@ func TestKillMidSuperstep(t *testing.T) {
 
 	// Continue the thread in this process. The child died owning the
 	// thread: this run waits until its lease expires, then takes over.
-	st, err := g.Invoke(ctx, graph.Update{}, graph.RunOptions{ThreadID: "k", Busy: graph.BusyWait})
+	st, err := g.Invoke(ctx, graph.Update{}, &graph.RunOptions{ThreadID: "k", Busy: graph.BusyWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +184,10 @@ func runChild(t *testing.T, path string) {
 	// A short lease, so that the parent does not wait long once this
 	// process is gone.
 	opts := graph.RunOptions{ThreadID: "k", LeaseTTL: time.Second}
-	if _, err := g.Invoke(ctx, msgs.Write(checkpointtest.Msg{Text: "one"}), opts); err != nil {
+	if _, err := g.Invoke(ctx, msgs.Write(checkpointtest.Msg{Text: "one"}), &opts); err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Invoke(ctx, msgs.Write(checkpointtest.Msg{Text: "crash now"}), opts)
+	_, err = g.Invoke(ctx, msgs.Write(checkpointtest.Msg{Text: "crash now"}), &opts)
 	t.Fatalf("the run that should have crashed returned: %v", err)
 }
 

@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for resuming := *resume != ""; ; resuming = false {
 		// The thread's saved state says whether the run waits for an
 		// answer, and from which checkpoint it resumes.
-		snap, err := g.GetState(ctx, cfg)
+		snap, err := g.GetState(ctx, cfg, nil)
 		if err != nil {
 			return fail(stderr, err)
 		}
@@ -200,7 +200,7 @@ func stream(ctx context.Context, g *graph.Graph, in graph.Update, thread string,
 	// waits its turn and says so.
 	opts := graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamUpdates}, Busy: graph.BusyWait,
 		OnBusy: func(*checkpoint.BusyError) { fmt.Fprintf(os.Stderr, "thread %s is busy; waiting…\n", thread) }}
-	for ev, err := range g.Stream(ctx, in, opts) {
+	for ev, err := range g.Stream(ctx, in, &opts) {
 		if err != nil {
 			return err
 		}

@@ -435,7 +435,7 @@ func TestResponseFormat(t *testing.T) {
 	type route struct {
 		UseAgent bool `json:"use_agent"`
 	}
-	_, err := llm.Structured[route](ctx, newModel(t, s, nil), []llm.Message{llm.Human("hi")}, llm.StructuredOptions{Method: llm.StructuredJSONSchema})
+	_, err := llm.Structured[route](ctx, newModel(t, s, nil), []llm.Message{llm.Human("hi")}, &llm.StructuredOptions{Method: llm.StructuredJSONSchema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -463,7 +463,7 @@ func TestResponseFormat(t *testing.T) {
 	type out struct {
 		UseAgent bool `json:"use_agent"`
 	}
-	got, err := llm.Structured[out](ctx, newModel(t, s, nil), []llm.Message{llm.Human("hi")}, llm.StructuredOptions{Method: llm.StructuredJSONSchema, Name: "route"})
+	got, err := llm.Structured[out](ctx, newModel(t, s, nil), []llm.Message{llm.Human("hi")}, &llm.StructuredOptions{Method: llm.StructuredJSONSchema, Name: "route"})
 	if err != nil || !got.UseAgent {
 		t.Fatalf("Structured = %+v, %v", got, err)
 	}
@@ -492,7 +492,7 @@ func TestStructuredRepairOverTheWire(t *testing.T) {
 		UseAgent bool `json:"use_agent"`
 	}
 	s := wiretest.New(t, reply(`{"use_agent": "maybe"}`), reply(`{"use_agent": true}`))
-	got, err := llm.Structured[route](ctx, newModel(t, s, nil), []llm.Message{llm.Human("hi")}, llm.StructuredOptions{Name: "route"})
+	got, err := llm.Structured[route](ctx, newModel(t, s, nil), []llm.Message{llm.Human("hi")}, &llm.StructuredOptions{Name: "route"})
 	if err != nil || !got.UseAgent {
 		t.Fatalf("Structured = %+v, %v", got, err)
 	}

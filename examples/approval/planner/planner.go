@@ -118,22 +118,25 @@ func Build(saver *checkpoint.Saver) (*graph.Graph, error) {
 	if saver == nil {
 		saver = checkpoint.NewMemory()
 	}
-	return graph.New(Goal, Plan, Approved, Results, Feedback, Summary).
-		AddNode(NodePlan, plan).
-		AddNode(NodeApprove, approve).
-		AddNode(NodeExecute, execute, graph.NodeOptions{Input: []graph.Channel{Step}}).
-		AddNode(NodeSummarize, summarize).
+	return graph.New(Goal, Plan, Approved, Results, Feedback, Summary).AddNode(
+		NodePlan, plan, nil).AddNode(
+
+		NodeApprove, approve, nil).
+		AddNode(
+
+			NodeExecute, execute, &graph.NodeOptions{Input: []graph.Channel{Step}}).AddNode(
+
+		NodeSummarize, summarize, nil).
 		AddEdge(graph.START, NodePlan).
-		AddEdge(NodePlan, NodeApprove).
-		// The router sends one execute task per step; the path map names
-		// where it can lead, for drawing and for the reachability check.
-		AddConditionalEdges(NodeApprove, afterApproval, graph.BranchOptions{PathMap: map[string]string{
+		AddEdge(NodePlan, NodeApprove).AddConditionalEdges(
+
+		NodeApprove, afterApproval, &graph.BranchOptions{PathMap: map[string]string{
 			NodeExecute: NodeExecute,
 			"rejected":  graph.END,
 		}}).
 		AddEdge(NodeExecute, NodeSummarize).
-		AddEdge(NodeSummarize, graph.END).
-		Compile(graph.CompileOptions{Checkpointer: saver, Name: "approval"})
+		AddEdge(NodeSummarize, graph.END).Compile(&graph.CompileOptions{Checkpointer: saver, Name: "approval"})
+
 }
 
 // MakePlan turns a goal into steps. It stands in for a planning model:

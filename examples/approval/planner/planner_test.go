@@ -38,7 +38,7 @@ func (s *session) run(in graph.Update) []graph.Interruption {
 	s.t.Helper()
 	var its []graph.Interruption
 	opts := graph.RunOptions{ThreadID: s.thread, StreamModes: []graph.StreamMode{graph.StreamTasks, graph.StreamUpdates}}
-	for ev, err := range s.g.Stream(context.Background(), in, opts) {
+	for ev, err := range s.g.Stream(context.Background(), in, &opts) {
 		if err != nil {
 			s.t.Fatalf("run: %v", err)
 		}
@@ -75,7 +75,7 @@ func (s *session) question(its []graph.Interruption) planner.PlanQuestion {
 
 func (s *session) state() graph.StateSnapshot {
 	s.t.Helper()
-	snap, err := s.g.GetState(context.Background(), checkpoint.Config{ThreadID: s.thread})
+	snap, err := s.g.GetState(context.Background(), checkpoint.Config{ThreadID: s.thread}, nil)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestNoGoal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Invoke(context.Background(), planner.Input("  "), graph.RunOptions{ThreadID: "empty"})
+	_, err = g.Invoke(context.Background(), planner.Input("  "), &graph.RunOptions{ThreadID: "empty"})
 	if !errors.Is(err, planner.ErrNoGoal) {
 		t.Fatalf("err = %v, want ErrNoGoal", err)
 	}

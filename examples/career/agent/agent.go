@@ -104,9 +104,10 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error
 }
 
 // Handle answers msg: {message, used_agent, tools_used}. opts are the
-// agent's run options (a thread when the agent has a checkpointer).
-func (a *Agent) Handle(ctx context.Context, msg string, opts ...graph.RunOptions) (router.Reply, error) {
-	return a.Router.Handle(ctx, msg, opts...)
+// agent's run options (a thread when the agent has a checkpointer), nil
+// for the defaults.
+func (a *Agent) Handle(ctx context.Context, msg string, opts *graph.RunOptions) (router.Reply, error) {
+	return a.Router.Handle(ctx, msg, opts)
 }
 
 // Chat streams a plain chat reply to msg, as the router's chat route

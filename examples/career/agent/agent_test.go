@@ -55,7 +55,7 @@ func TestDemoScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := graph.RunOptions{ThreadID: "demo"}
-	reply, err := a.Handle(t.Context(), question, run)
+	reply, err := a.Handle(t.Context(), question, &run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestDemoScript(t *testing.T) {
 	}
 
 	// The tool messages hold the seeded service's real data.
-	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: "demo"})
+	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: "demo"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestGreetingGoesToChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := a.Handle(t.Context(), "안녕하세요!")
+	reply, err := a.Handle(t.Context(), "안녕하세요!", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := react.Run(t.Context(), a.Graph, "UX 디자이너 채용 공고 계속 찾아줘")
+	out, err := react.Run(t.Context(), a.Graph, "UX 디자이너 채용 공고 계속 찾아줘", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,11 +37,11 @@ func run(t *testing.T, model llm.ChatModel, question string) (react.Outcome, gra
 		t.Fatal(err)
 	}
 	opts := graph.RunOptions{ThreadID: "t"}
-	out, err := react.Run(t.Context(), g, question, opts)
+	out, err := react.Run(t.Context(), g, question, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := g.GetState(t.Context(), checkpoint.Config{ThreadID: "t"})
+	snap, err := g.GetState(t.Context(), checkpoint.Config{ThreadID: "t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

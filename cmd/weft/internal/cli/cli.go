@@ -72,7 +72,7 @@ func newDrawCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("building graph %q: %w", e.Name, err)
 			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), g.Mermaid())
+			_, err = fmt.Fprint(cmd.OutOrStdout(), g.Mermaid(nil))
 			return err
 		},
 	}

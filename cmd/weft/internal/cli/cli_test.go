@@ -72,7 +72,7 @@ func TestGraphDrawHasNoXRay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.Mermaid(graph.MermaidOptions{XRay: true}) != g.Mermaid() {
+		if g.Mermaid(&graph.MermaidOptions{XRay: true}) != g.Mermaid(nil) {
 			t.Errorf("graph %s has a subgraph: give graph draw an --xray flag again", e.Name)
 		}
 	}

@@ -155,7 +155,7 @@ func threadMessages(t *testing.T, db, thread string) []llm.Message {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: thread})
+	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: thread}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func threadTexts(t *testing.T, db, thread string) []string {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: thread})
+	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: thread}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

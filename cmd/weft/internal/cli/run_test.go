@@ -247,7 +247,7 @@ func TestRunContinuesThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: "t-1"})
+	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: "t-1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func TestRunChatTurnIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: "t-2"})
+	snap, err := a.Graph.GetState(t.Context(), checkpoint.Config{ThreadID: "t-2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

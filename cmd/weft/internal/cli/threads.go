@@ -144,7 +144,7 @@ func (t *threadsDB) fit(ctx context.Context, tp *checkpoint.Tuple) (*namedGraph,
 			continue
 		}
 		ctx, cancel := bounded(ctx)
-		snap, err := ng.g.GetState(ctx, checkpoint.Config{ThreadID: tp.Config.ThreadID})
+		snap, err := ng.g.GetState(ctx, checkpoint.Config{ThreadID: tp.Config.ThreadID}, nil)
 		cancel()
 		if err != nil || !subset(channels, snap.Values.Keys()) {
 			continue
@@ -484,7 +484,7 @@ func newThreadsHistoryCmd() *cobra.Command {
 			hctx, cancel := bounded(ctx)
 			defer cancel()
 			views := []threadView{}
-			for snap, err := range ng.g.GetStateHistory(hctx, args[0], graph.HistoryOptions{Limit: limit}) {
+			for snap, err := range ng.g.GetStateHistory(hctx, args[0], &graph.HistoryOptions{Limit: limit}) {
 				if err != nil {
 					return fmt.Errorf("reading the history of thread %s: %w", args[0], err)
 				}

@@ -41,7 +41,7 @@ func threadsFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Invoke(t.Context(), planner.Input("plan a team offsite"), graph.RunOptions{ThreadID: "plan"}); err != nil {
+	if _, err := g.Invoke(t.Context(), planner.Input("plan a team offsite"), &graph.RunOptions{ThreadID: "plan"}); err != nil {
 		t.Fatal(err)
 	}
 	return db
