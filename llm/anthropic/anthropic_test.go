@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weftlabs/weft/internal/wiretest"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/anthropic"
-	"github.com/weftlabs/weft/llm/internal/wiretest"
 )
 
 var ctx = context.Background()

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftlabs/weft/internal/wiretest"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/anthropic"
-	"github.com/weftlabs/weft/llm/internal/wiretest"
 )
 
 // A success status whose body is not a reply is an error naming the

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weftlabs/weft/internal/wiretest"
 	"github.com/weftlabs/weft/llm"
-	"github.com/weftlabs/weft/llm/internal/wiretest"
 	"github.com/weftlabs/weft/llm/openai"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftlabs/weft/internal/wiretest"
 	"github.com/weftlabs/weft/llm"
-	"github.com/weftlabs/weft/llm/internal/wiretest"
 	"github.com/weftlabs/weft/llm/openai"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weftlabs/weft/internal/wiretest"
 	"github.com/weftlabs/weft/llm"
-	"github.com/weftlabs/weft/llm/internal/wiretest"
 	"github.com/weftlabs/weft/llm/openai"
 )
 

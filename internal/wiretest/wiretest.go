@@ -1,4 +1,5 @@
-// Package wiretest is a loopback HTTP server for the providers' tests: it
+// Package wiretest is a loopback HTTP server for tests of code that calls a
+// model provider (the providers themselves, the agents over them): it
 // answers requests with scripted handlers in turn and records what it was
 // sent.
 package wiretest
