@@ -78,43 +78,38 @@ func currentTurn(msgs []llm.Message) turn {
 	return t
 }
 
-func (a *agent) node(ctx context.Context, s graph.State) (graph.Update, error) {
-	msgs := Messages.Get(s)
-	t := currentTurn(msgs)
-	now := time.Now()
-	var out graph.Update
-	start, ok := startedAt.Lookup(s)
-	if len(t.msgs) == 0 || !ok || start.IsZero() {
-		start = now
-		if at, ok := TurnStart(ctx); ok && at.Before(now) {
-			// The turn began before the agent ran (a router's classifier
-			// call): the budget covers that too.
-			start = at
+// node is the agent node. hosted, if set, reads the turn's start from the
+// host graph's state (AddOptions.TurnStart); when it has none, the agent
+// records the start itself on its first step of a turn.
+func (a *agent) node(hosted func(graph.State) (time.Time, bool)) graph.NodeFunc {
+	return func(ctx context.Context, s graph.State) (graph.Update, error) {
+		msgs := Messages.Get(s)
+		t := currentTurn(msgs)
+		var out graph.Update
+		at, ok := time.Time{}, false
+		if hosted != nil {
+			at, ok = hosted(s)
 		}
-		out = startedAt.Write(start)
+		if !ok {
+			at, ok = ownStart(s)
+			if len(t.msgs) == 0 || !ok {
+				// A new turn: a start the state holds is the last turn's.
+				at = time.Now()
+				out = startedAt.Write(at)
+			}
+		}
+		reply, err := a.decide(ctx, msgs, t, at.Add(a.opts.Timeout))
+		if err != nil {
+			return graph.Update{}, err
+		}
+		return out.And(Messages.Write(OwnID(reply))), nil
 	}
-	deadline := start.Add(a.opts.Timeout)
-	reply, err := a.decide(ctx, msgs, t, deadline)
-	if err != nil {
-		return graph.Update{}, err
-	}
-	return out.And(Messages.Write(OwnID(reply))), nil
 }
 
-type turnStartKey struct{}
-
-// WithTurnStart tells the agent run under ctx that its turn began at t:
-// the turn's timeout (Options.Timeout) counts from t rather than from the
-// agent's first step, so that work done before the agent ran (a router's
-// classifier call) is within the same budget.
-func WithTurnStart(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, turnStartKey{}, t)
-}
-
-// TurnStart returns the time set by WithTurnStart.
-func TurnStart(ctx context.Context) (time.Time, bool) {
-	t, ok := ctx.Value(turnStartKey{}).(time.Time)
-	return t, ok
+// ownStart is the turn's start as the agent recorded it.
+func ownStart(s graph.State) (time.Time, bool) {
+	t, ok := startedAt.Lookup(s)
+	return t, ok && !t.IsZero()
 }
 
 // OwnID gives m an ID of its own, unique whatever the provider sent (a

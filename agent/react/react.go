@@ -7,7 +7,9 @@
 // "agent" (the model) and "tools" (tool.Node), plus the post-processing
 // nodes the tools declare (tool.Options.Then), wired by tool.Wire. Every
 // turn ends with an AI message whose ResponseMetadata["react_stop"] tells
-// why it ended; OutcomeOf reads it back with the tools used.
+// why it ended; OutcomeOf reads it back with the tools used. New compiles
+// the agent as a graph of its own; NewAgent and Agent.AddTo put its nodes
+// in a graph of the caller's instead (agent/router's, behind a route node).
 //
 // Two modes: NativeTools uses the model's tool calling; JSONFormat is for
 // models without it and asks for document 002's reply format,
@@ -219,8 +221,27 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// New builds the agent over model and tools (nil: no tools).
+// New builds the agent over model and tools (nil: no tools) and compiles
+// it as a graph of its own: NewAgent, then Agent.Compile.
 func New(model llm.ChatModel, tools *tool.Registry, opts Options) (*graph.Graph, error) {
+	a, err := NewAgent(model, tools, opts)
+	if err != nil {
+		return nil, err
+	}
+	return a.Compile()
+}
+
+// Agent is the ReAct loop before it is compiled. Compile makes it a graph
+// of its own; AddTo adds its nodes to a graph of the caller's, where they
+// run inline and share its Messages channel (agent/router puts a route
+// node and a chat node in front of them).
+type Agent struct {
+	a *agent
+}
+
+// NewAgent builds the agent over model and tools (nil: no tools), to
+// compile (Compile) or to add to a graph (AddTo).
+func NewAgent(model llm.ChatModel, tools *tool.Registry, opts Options) (*Agent, error) {
 	if model == nil {
 		return nil, fmt.Errorf("%w: nil model", ErrInvalidOptions)
 	}
@@ -231,29 +252,89 @@ func New(model llm.ChatModel, tools *tool.Registry, opts Options) (*graph.Graph,
 	if tools == nil {
 		tools, _ = tool.NewRegistry()
 	}
-	a := &agent{model: model, tools: tools, opts: o}
-	b := graph.New(append([]graph.Channel{Messages, startedAt}, o.Channels...)...).AddNode(
-		AgentNode, a.node, nil).
-		AddEdge(graph.START, AgentNode).AddConditionalEdges(
+	return &Agent{a: &agent{model: model, tools: tools, opts: o}}, nil
+}
 
-		AgentNode, shouldContinue, &graph.BranchOptions{PathMap: map[string]string{ToolsNode: ToolsNode, graph.END: graph.END}})
+// Options returns the agent's options, with the defaults applied.
+func (a *Agent) Options() Options { return a.a.opts }
 
-	err = tool.Wire(b, tools, Messages, tool.WireOptions{
+// Channels are the channels the agent's nodes read and write: Messages,
+// the turn's start (react_started_at) and Options.Channels. A graph that
+// adds the agent (AddTo) declares them all.
+func (a *Agent) Channels() []graph.Channel {
+	return append([]graph.Channel{Messages, startedAt}, a.a.opts.Channels...)
+}
+
+// AddOptions configure AddTo.
+type AddOptions struct {
+	// TurnStart, if set, reads when the current turn began from the
+	// host graph's state (a route node's record of the turn), so that the
+	// turn's budget (Options.Timeout) covers what ran before the agent.
+	// When it is nil or reports false, the agent records the start
+	// itself when it first runs in a turn.
+	TurnStart func(s graph.State) (time.Time, bool)
+	// OnFallback is the node the agent goes to after it ends a turn with
+	// a fallback answer (MetaFallback), to report the failure; empty ends
+	// the run there, as after an answer.
+	OnFallback string
+}
+
+// AddTo adds the agent's nodes to b: AgentNode, ToolsNode and the tools'
+// post-processing nodes, with the edges between them. AgentNode goes to
+// ToolsNode while the model calls tools, and to END when the turn is over
+// (to opts.OnFallback after a fallback answer). The edges into AgentNode
+// are the caller's; b must declare Channels(). opts may be nil.
+func (a *Agent) AddTo(b *graph.Builder, opts *AddOptions) error {
+	var ao AddOptions
+	if opts != nil {
+		ao = *opts
+	}
+	o := a.a.opts
+	start := func(s graph.State) (time.Time, bool) {
+		if ao.TurnStart != nil {
+			if t, ok := ao.TurnStart(s); ok {
+				return t, true
+			}
+		}
+		return ownStart(s)
+	}
+	paths := map[string]string{ToolsNode: ToolsNode, graph.END: graph.END}
+	next := shouldContinue
+	if ao.OnFallback != "" {
+		paths[ao.OnFallback] = ao.OnFallback
+		next = func(ctx context.Context, s graph.State) (graph.Route, error) {
+			r, err := shouldContinue(ctx, s)
+			msgs := Messages.Get(s)
+			if n := len(msgs); err == nil && n > 0 && msgs[n-1].Type == llm.TypeAI && msgs[n-1].ResponseMetadata[MetaFallback] == true {
+				return graph.To(ao.OnFallback), nil
+			}
+			return r, err
+		}
+	}
+	b.AddNode(AgentNode, a.a.node(ao.TurnStart), nil).
+		AddConditionalEdges(AgentNode, next, &graph.BranchOptions{PathMap: paths})
+	return tool.Wire(b, a.a.tools, Messages, tool.WireOptions{
 		Tools: ToolsNode,
 		Agent: AgentNode,
 		Node: tool.NodeOptions{
 			Timeout: o.ToolTimeout,
 			Cache:   !o.NoCache,
 			Deadline: func(s graph.State) (time.Time, bool) {
-				t, ok := startedAt.Lookup(s)
-				return t.Add(o.Timeout), ok && !t.IsZero()
+				t, ok := start(s)
+				return t.Add(o.Timeout), ok
 			},
 		},
 	})
-	if err != nil {
+}
+
+// Compile returns the agent as a graph of its own, START → AgentNode,
+// with Options.Checkpointer and Options.Name.
+func (a *Agent) Compile() (*graph.Graph, error) {
+	b := graph.New(a.Channels()...).AddEdge(graph.START, AgentNode)
+	if err := a.AddTo(b, nil); err != nil {
 		return nil, err
 	}
-	return b.Compile(&graph.CompileOptions{Checkpointer: o.Checkpointer, Name: o.Name})
+	return b.Compile(&graph.CompileOptions{Checkpointer: a.a.opts.Checkpointer, Name: a.a.opts.Name})
 }
 
 func shouldContinue(_ context.Context, s graph.State) (graph.Route, error) {

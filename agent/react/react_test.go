@@ -401,3 +401,70 @@ func TestRepeatedProviderIDs(t *testing.T) {
 		}
 	}
 }
+
+// AddTo runs the agent inline in a graph of the caller's: the turn's
+// budget counts from the start the host records (AddOptions.TurnStart),
+// and a fallback answer goes on to AddOptions.OnFallback while an answer
+// ends the run.
+func TestAddTo(t *testing.T) {
+	began := graph.Value[time.Time]("began")
+	for _, tt := range []struct {
+		name     string
+		ago      time.Duration
+		wantStop react.StopReason
+		wantRun  []string
+	}{
+		{"in time", 0, react.StopAnswer, []string{"host", react.AgentNode}},
+		// The host's start is older than the agent's whole budget: the
+		// agent answers with a fallback without asking the model.
+		{"host's budget spent", time.Hour, react.StopTimeout, []string{"host", react.AgentNode, "report"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			model := scripted.New(llm.AI("An answer."))
+			a, err := react.NewAgent(model, nil, react.Options{Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := graph.New(append(a.Channels(), began)...).
+				AddNode("host", func(context.Context, graph.State) (graph.Update, error) {
+					return began.Write(time.Now().Add(-tt.ago)), nil
+				}, nil).
+				AddNode("report", func(context.Context, graph.State) (graph.Update, error) { return graph.Update{}, nil }, nil).
+				AddEdge(graph.START, "host").
+				AddEdge("host", react.AgentNode)
+			err = a.AddTo(b, &react.AddOptions{
+				TurnStart:  func(s graph.State) (time.Time, bool) { return began.Lookup(s) },
+				OnFallback: "report",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := b.Compile(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ran []string
+			var final graph.State
+			for ev, err := range g.Stream(t.Context(), react.Messages.Write(llm.Human("hi")), &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamUpdates, graph.StreamValues}}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u, ok := ev.Update(); ok {
+					ran = append(ran, u.Node)
+				}
+				if st, ok := ev.Values(); ok {
+					final = st
+				}
+			}
+			if diff := cmp.Diff(tt.wantRun, ran); diff != "" {
+				t.Errorf("nodes run (-want +got):\n%s", diff)
+			}
+			if out := react.OutcomeOf(react.Messages.Get(final)); out.Stop != tt.wantStop {
+				t.Errorf("stop = %q, want %q", out.Stop, tt.wantStop)
+			}
+			if final.Has("react_started_at") {
+				t.Errorf("the agent recorded a start of its own although the host had one")
+			}
+		})
+	}
+}

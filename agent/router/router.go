@@ -1,6 +1,14 @@
-// Package router decides, per message, between a plain chat reply and the
-// agent (document 002: the agent only when it is needed, and its usage
-// counted). A message is decided by the first of these that decides it:
+// Package router answers each message of a conversation by plain chat or
+// by the ReAct agent, whichever it needs (document 002: the agent only when
+// it is needed, and its usage counted). The router is a graph (Router.Graph):
+//
+//	START → route ─┬─ chat ───────────────→ END (or fail)
+//	               └─ agent ⇄ tools, ... ─→ END (or fail)
+//
+// over the agent's channels (react.Messages first) and RoutingChannel. A
+// turn's input is a human message written to react.Messages (Input); the
+// route node decides on the latest human message by the first of these
+// that decides it:
 //
 //  1. the first-pass keyword rules (Options.Rules, DefaultRules): cheap and
 //     confident;
@@ -12,14 +20,19 @@
 //     that stand in for the model;
 //  4. Options.Default.
 //
-// Decide reports which one decided (a Source) and Stats counts them.
+// It records the decision and what made it (Routing, a Source) and Stats
+// counts them. The chat node answers from the conversation's latest
+// messages, streaming its tokens; the agent's nodes run inline, sharing
+// the messages. A turn that ends in a fallback answer goes on to the fail
+// node, which ends the run with the turn's *react.TurnError once the
+// fallback answer is saved: the user has an answer, and the caller (a
+// stream's error event, the command line's exit status) the failure.
 package router
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"reflect"
 	"slices"
 	"strings"
@@ -30,7 +43,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/weftlabs/weft/agent/react"
-	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 )
@@ -168,8 +180,10 @@ type Options struct {
 	Default Route
 	// ChatPrompt is the system prompt of plain chat replies.
 	ChatPrompt string
-	// ChatHistory is how many of the thread's latest messages a plain
-	// chat reply sees (default 10, document 001's window).
+	// ChatHistory is how many of the conversation's latest messages a
+	// plain chat reply sees before the question (default 10, document
+	// 001's window): human messages and the AI's answers, not tool calls
+	// and results.
 	ChatHistory int
 	// TurnTimeout bounds a whole turn, the classifier's call included
 	// (default 30s, document 002). The agent's own budget
@@ -195,19 +209,60 @@ type Stats struct {
 	ClassifierErrors int64
 }
 
-// Router routes messages between a chat model and an agent. It is safe for
-// concurrent use.
+// Node names of the router's graph; the agent's are react.AgentNode,
+// react.ToolsNode and its tools' post-processing nodes.
+const (
+	// RouteNode decides the turn's route and records it (RoutingChannel).
+	RouteNode = "route"
+	// ChatNode answers on the chat route; its token chunks stream as
+	// messages events of this node.
+	ChatNode = "chat"
+	// FailNode ends a run whose turn ended in a fallback answer with the
+	// turn's *react.TurnError, after the answer is saved.
+	FailNode = "fail"
+)
+
+// Routing is the route node's record of a turn: where it went and why. It
+// is the graph's "routing" channel (RoutingChannel), part of the thread's
+// state as clients see it.
+type Routing struct {
+	Route  Route  `json:"route"`
+	Source Source `json:"source"`
+	// Reason is the classifier's reason, when it decided.
+	Reason string `json:"reason,omitempty"`
+	// ClassifierError says why the classifier failed (an error, or a
+	// route other than chat and agent), when it was asked and did not
+	// decide.
+	ClassifierError string `json:"classifier_error,omitempty"`
+	// StartedAt is when the turn began: its budget (Options.TurnTimeout,
+	// and the agent's react.Options.Timeout) counts from here, the
+	// classifier's call included.
+	StartedAt time.Time `json:"started_at"`
+}
+
+// RoutingChannel holds the latest turn's Routing.
+var RoutingChannel = graph.Value[Routing]("routing")
+
+// ErrNoQuestion: the conversation holds no human message to answer (a run
+// whose input wrote none to a new thread).
+var ErrNoQuestion = errors.New("router: no human message to answer")
+
+// Router routes messages between a chat model and an agent, as a graph
+// (Graph). It is safe for concurrent use.
 type Router struct {
-	chat  llm.ChatModel
-	agent *graph.Graph
-	opts  Options
+	chat llm.ChatModel
+	opts Options
+	// fallback writes fallback answers: the agent's (react.Options).
+	fallback func(context.Context, react.Failure) string
+	graph    *graph.Graph
 
 	messages, agentRuns, byRule, byModel, byFallbackRule, byFallback, classifierErrors atomic.Int64
 }
 
 // New returns a router that answers chat with chat and runs agent (built by
-// react.New) for the rest.
-func New(chat llm.ChatModel, agent *graph.Graph, opts Options) (*Router, error) {
+// react.NewAgent) for the rest. Its graph (Graph) holds the agent's nodes
+// inline and takes the agent's Checkpointer and Name.
+func New(chat llm.ChatModel, agent *react.Agent, opts Options) (*Router, error) {
 	if chat == nil || agent == nil {
 		return nil, fmt.Errorf("%w: both a chat model and an agent are required", ErrInvalidOptions)
 	}
@@ -242,8 +297,38 @@ func New(chat llm.ChatModel, agent *graph.Graph, opts Options) (*Router, error) 
 	if opts.ClassifierPrompt == "" {
 		opts.ClassifierPrompt = "Classify the user's message. Answer \"chat\" for greetings, small talk and questions you can answer directly; \"agent\" when answering needs tools: searching mentoring sessions, learning paths or job postings, or booking."
 	}
-	return &Router{chat: chat, agent: agent, opts: opts}, nil
+	ao := agent.Options()
+	r := &Router{chat: chat, opts: opts, fallback: ao.Fallback}
+	b := graph.New(append(agent.Channels(), RoutingChannel)...).
+		AddNode(RouteNode, r.route, nil).
+		AddNode(ChatNode, r.answerChat, nil).
+		AddNode(FailNode, fail, nil).
+		AddEdge(graph.START, RouteNode).
+		AddConditionalEdges(RouteNode, routeTo, &graph.BranchOptions{PathMap: map[string]string{string(Chat): ChatNode, string(Agent): react.AgentNode}}).
+		AddConditionalEdges(ChatNode, afterChat, &graph.BranchOptions{PathMap: map[string]string{graph.END: graph.END, FailNode: FailNode}})
+	err := agent.AddTo(b, &react.AddOptions{
+		TurnStart: func(s graph.State) (time.Time, bool) {
+			rt, ok := RoutingChannel.Lookup(s)
+			return rt.StartedAt, ok && !rt.StartedAt.IsZero()
+		},
+		OnFallback: FailNode,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("router: adding the agent: %w", err)
+	}
+	if r.graph, err = b.Compile(&graph.CompileOptions{Checkpointer: ao.Checkpointer, Name: ao.Name}); err != nil {
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	return r, nil
 }
+
+// Graph returns the router's graph: what a server serves and the command
+// line runs. Its input is Input(msg), or any write of a human message to
+// react.Messages.
+func (r *Router) Graph() *graph.Graph { return r.graph }
+
+// Input is a turn's input: msg as a human message.
+func Input(msg string) graph.Update { return react.Messages.Write(llm.Human(msg)) }
 
 // checkRoutes reports the first of rules (named kind in the error) whose
 // route is neither Chat nor Agent.
@@ -297,35 +382,48 @@ func isASCIIWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
-// Decide routes msg without answering it: first-pass rules, then the
-// classifier, then (when the classifier is missing or failed) fallback
-// rules, then Default. The Source says which decided.
+// Decide routes msg without answering it, as the route node does: first-
+// pass rules, then the classifier, then (when the classifier is missing or
+// failed) fallback rules, then Default. The Source says which decided. A
+// ctx without a deadline gets Options.TurnTimeout for the classifier.
 func (r *Router) Decide(ctx context.Context, msg string) (Route, Source) {
+	if _, ok := ctx.Deadline(); !ok {
+		// A classifier that hangs must not hold the turn past its
+		// budget; the fallback rules then decide.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.opts.TurnTimeout)
+		defer cancel()
+	}
+	rt := r.decide(ctx, msg)
+	return rt.Route, rt.Source
+}
+
+// decide is Decide's work, with the classifier's reason or failure.
+func (r *Router) decide(ctx context.Context, msg string) Routing {
 	if route, ok := MatchRules(r.opts.Rules, msg); ok {
 		r.byRule.Add(1)
-		return route, ByRule
+		return Routing{Route: route, Source: ByRule}
 	}
+	var failure string
 	if r.opts.Classifier != nil {
-		if _, ok := ctx.Deadline(); !ok {
-			// A classifier that hangs must not hold the turn past its
-			// budget; the fallback rules then decide.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, r.opts.TurnTimeout)
-			defer cancel()
-		}
 		d, err := llm.Structured[Decision](ctx, r.opts.Classifier, []llm.Message{llm.System(r.opts.ClassifierPrompt), llm.Human(msg)}, &llm.StructuredOptions{Name: "route", Description: "Where the message should go.", Method: r.opts.ClassifierMethod, TypeSchemas: routeSchema})
-		if err == nil && (d.Route == Chat || d.Route == Agent) {
+		switch {
+		case err != nil:
+			failure = err.Error()
+		case d.Route == Chat || d.Route == Agent:
 			r.byModel.Add(1)
-			return d.Route, ByModel
+			return Routing{Route: d.Route, Source: ByModel, Reason: d.Reason}
+		default:
+			failure = fmt.Sprintf("the classifier chose route %q; expected %q or %q", d.Route, Chat, Agent)
 		}
 		r.classifierErrors.Add(1)
 	}
 	if route, ok := MatchRules(r.opts.FallbackRules, msg); ok {
 		r.byFallbackRule.Add(1)
-		return route, ByFallbackRule
+		return Routing{Route: route, Source: ByFallbackRule, ClassifierError: failure}
 	}
 	r.byFallback.Add(1)
-	return r.opts.Default, ByFallback
+	return Routing{Route: r.opts.Default, Source: ByFallback, ClassifierError: failure}
 }
 
 // routeSchema makes the classifier's schema list the routes it may choose.
@@ -333,8 +431,131 @@ var routeSchema = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[Route](): {Type: "string", Enum: []any{string(Chat), string(Agent)}},
 }
 
+// latestHuman returns the index of the last human message in msgs, or -1.
+func latestHuman(msgs []llm.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Type == llm.TypeHuman {
+			return i
+		}
+	}
+	return -1
+}
+
+// route is the route node: it decides the latest human message's route
+// within the turn's budget and records it.
+func (r *Router) route(ctx context.Context, s graph.State) (graph.Update, error) {
+	start := time.Now()
+	msgs := react.Messages.Get(s)
+	h := latestHuman(msgs)
+	if h < 0 {
+		return graph.Update{}, fmt.Errorf("%w: the input must write one to %q ({\"messages\": [{\"role\": \"user\", \"content\": ...}]})", ErrNoQuestion, react.Messages.Name())
+	}
+	tctx, cancel := context.WithDeadline(ctx, start.Add(r.opts.TurnTimeout))
+	defer cancel()
+	rt := r.decide(tctx, msgs[h].Text())
+	rt.StartedAt = start
+	r.messages.Add(1)
+	if rt.Route == Agent {
+		r.agentRuns.Add(1)
+	}
+	return RoutingChannel.Write(rt), nil
+}
+
+func routeTo(_ context.Context, s graph.State) (graph.Route, error) {
+	return graph.To(string(RoutingChannel.Get(s).Route)), nil
+}
+
+// answerChat is the chat node: the chat model answers from the latest
+// messages, its tokens streaming as messages events of ChatNode, within
+// what is left of the turn's budget. A failed or timed-out call is
+// answered with a fallback answer (the agent's react.Options.Fallback
+// writes it) that records its cause.
+func (r *Router) answerChat(ctx context.Context, s graph.State) (graph.Update, error) {
+	msgs := react.Messages.Get(s)
+	h := latestHuman(msgs)
+	if h < 0 {
+		return graph.Update{}, ErrNoQuestion
+	}
+	start := RoutingChannel.Get(s).StartedAt
+	if start.IsZero() {
+		start = time.Now()
+	}
+	tctx, cancel := context.WithDeadline(ctx, start.Add(r.opts.TurnTimeout))
+	defer cancel()
+	var chunks []llm.Chunk
+	var failure error
+	for c, err := range r.chat.Stream(tctx, r.chatMessages(msgs[:h], msgs[h])) {
+		if err != nil {
+			failure = err
+			break
+		}
+		graph.StreamMessage(ctx, c)
+		chunks = append(chunks, c)
+	}
+	if failure != nil && ctx.Err() != nil {
+		// The run was cancelled, not the model: nothing to record.
+		return graph.Update{}, fmt.Errorf("router: chat: %w", failure)
+	}
+	var reply llm.Message
+	if failure != nil {
+		why := react.StopModelError
+		if tctx.Err() != nil {
+			why = react.StopTimeout // the turn's budget ran out
+		}
+		f := react.Failure{Reason: why, Err: failure, Question: msgs[h].Text()}
+		reply = react.FallbackMessage(r.fallback(ctx, f), why, failure)
+	} else {
+		reply = llm.Merge(chunks...).Message()
+	}
+	return react.Messages.Write(react.OwnID(reply)), nil
+}
+
+// afterChat ends the run after an answer, and goes to FailNode after a
+// fallback answer.
+func afterChat(_ context.Context, s graph.State) (graph.Route, error) {
+	if react.OutcomeOf(react.Messages.Get(s)).Fallback {
+		return graph.To(FailNode), nil
+	}
+	return graph.To(graph.END), nil
+}
+
+// fail is FailNode: it fails the run with the turn's *react.TurnError. It
+// runs after the fallback answer was written, so the answer is saved and
+// streamed before the error.
+func fail(_ context.Context, s graph.State) (graph.Update, error) {
+	if err := react.OutcomeOf(react.Messages.Get(s)).Err; err != nil {
+		return graph.Update{}, err
+	}
+	return graph.Update{}, nil
+}
+
+// chatMessages is the chat model's input: the chat prompt, the last
+// ChatHistory messages of the conversation's text before the question, and
+// the question. The text is the human messages and the AI's answers: tool
+// calls and their results are left out, since a model called without tools
+// may refuse them, and the answers say what they found.
+func (r *Router) chatMessages(before []llm.Message, question llm.Message) []llm.Message {
+	var history []llm.Message
+	for _, m := range slices.Backward(before) {
+		if len(history) == r.opts.ChatHistory {
+			break
+		}
+		if m.Type == llm.TypeTool || m.Type == llm.TypeAI && len(m.ToolCalls)+len(m.InvalidToolCalls) > 0 {
+			continue
+		}
+		history = append(history, m)
+	}
+	slices.Reverse(history)
+	conv := make([]llm.Message, 0, len(history)+2)
+	if r.opts.ChatPrompt != "" {
+		conv = append(conv, llm.System(r.opts.ChatPrompt))
+	}
+	conv = append(conv, history...)
+	return append(conv, question)
+}
+
 // Handle routes msg and answers it: Answer without events. opts are the
-// agent's run options (a thread for a checkpointed agent).
+// graph's run options (a thread for a checkpointed agent).
 func (r *Router) Handle(ctx context.Context, msg string, opts *graph.RunOptions) (Reply, error) {
 	var o AnswerOptions
 	if opts != nil {
@@ -343,167 +564,87 @@ func (r *Router) Handle(ctx context.Context, msg string, opts *graph.RunOptions)
 	return r.Answer(ctx, msg, o)
 }
 
-// ChatNode names the chat route's replies in the events Answer sends: a
-// graph.MessageEvent of Node ChatNode per chunk, then one with the whole
-// message.
-const ChatNode = "chat"
-
 // AnswerOptions configure Answer.
 type AnswerOptions struct {
-	// Run are the agent's run options: ThreadID names the conversation
-	// (a checkpointed agent keeps it, and the chat route reads and
-	// extends it too); StreamModes select the agent's events for OnEvent.
+	// Run are the graph's run options: ThreadID names the conversation
+	// (a checkpointed agent keeps it); StreamModes select the events
+	// OnEvent receives.
 	Run graph.RunOptions
 	// OnRoute, if set, is told where the message went before it is
 	// answered.
 	OnRoute func(Route, Source)
-	// OnEvent, if set, receives what happens while the message is
-	// answered: the agent's graph events (Run.StreamModes), or on the
-	// chat route a graph.MessageEvent of Node ChatNode per chunk and then
-	// one with the whole reply, in messages mode.
+	// OnEvent, if set, receives the graph's events in Run.StreamModes as
+	// they happen: on the chat route, a messages event of ChatNode per
+	// token chunk, then one with the whole reply.
 	OnEvent func(graph.Event)
 }
 
-// Answer routes msg, answers it and records the exchange on the thread
-// (Run.ThreadID): the one path by which a message is answered, for the
-// command line and servers alike. The turn is bounded by TurnTimeout,
-// the classifier's call included.
+// Answer runs the router's graph on msg and returns the turn as a Reply
+// (document 002's {message, used_agent, tools_used}): a convenience over
+// Graph().Stream for callers that want the answer, not the events.
 //
-// When no model answer was produced, Reply holds a fallback answer for
-// the user (Fallback, Error) and the error is a *react.TurnError matching
-// react.ErrNoAnswer (and react.ErrModelFailed when the model call failed,
-// on either route); the thread records the fallback answer with its cause
-// (react.MetaError), marked as a fallback (react.MetaFallback). Other
-// errors (the thread could not be read or saved, ctx ended) come with an
-// empty Reply.
+// When no model answer was produced, Reply holds the fallback answer for
+// the user (Fallback, Error) and the error is the turn's *react.TurnError,
+// matching react.ErrNoAnswer (and react.ErrModelFailed when the model call
+// failed, on either route); the thread records the fallback answer with its
+// cause (react.MetaError), marked as a fallback (react.MetaFallback).
+// Other errors (the thread could not be read or saved, ctx ended) come
+// with an empty Reply.
 func (r *Router) Answer(ctx context.Context, msg string, opts AnswerOptions) (Reply, error) {
-	start := time.Now()
-	tctx, cancel := context.WithDeadline(ctx, start.Add(r.opts.TurnTimeout))
-	defer cancel()
-	route, src := r.Decide(tctx, msg)
-	r.messages.Add(1)
-	if opts.OnRoute != nil {
-		opts.OnRoute(route, src)
+	run := opts.Run
+	var asked []graph.StreamMode
+	if opts.OnEvent != nil {
+		asked = run.StreamModes
 	}
-	if route == Agent {
-		r.agentRuns.Add(1)
-		// The agent's budget counts from the turn's start; it enforces
-		// it itself, with a fallback answer, so it runs under ctx.
-		return r.answerByAgent(react.WithTurnStart(ctx, start), msg, opts)
+	// Values for the final state, updates for the route.
+	run.StreamModes = slices.Clone(asked)
+	for _, m := range []graph.StreamMode{graph.StreamValues, graph.StreamUpdates} {
+		if !slices.Contains(run.StreamModes, m) {
+			run.StreamModes = append(run.StreamModes, m)
+		}
 	}
-	return r.answerByChat(ctx, tctx, msg, opts)
-}
-
-func (r *Router) answerByAgent(ctx context.Context, msg string, opts AnswerOptions) (Reply, error) {
-	input := react.Messages.Write(llm.Human(msg))
 	var final graph.State
-	if opts.OnEvent == nil {
-		st, err := r.agent.Invoke(ctx, input, &opts.Run)
+	var routing Routing
+	var runErr error
+	for ev, err := range r.graph.Stream(ctx, Input(msg), &run) {
 		if err != nil {
-			return Reply{}, fmt.Errorf("router: agent: %w", err)
-		}
-		final = st
-	} else {
-		// Values are streamed too, for the final state; the caller sees
-		// only the modes it asked for.
-		run := opts.Run
-		asked := slices.Clone(run.StreamModes)
-		if !slices.Contains(asked, graph.StreamValues) {
-			run.StreamModes = append(slices.Clone(asked), graph.StreamValues)
-		}
-		for ev, err := range r.agent.Stream(ctx, input, &run) {
-			if err != nil {
-				return Reply{}, fmt.Errorf("router: agent: %w", err)
-			}
-			if ev.Mode == graph.StreamValues && len(ev.Namespace) == 0 {
-				if st, ok := ev.Data.(graph.State); ok {
-					final = st
-				}
-			}
-			if slices.Contains(asked, ev.Mode) {
-				opts.OnEvent(ev)
-			}
-		}
-	}
-	out := react.OutcomeOf(react.Messages.Get(final))
-	tools := out.ToolsUsed
-	if tools == nil {
-		tools = []string{}
-	}
-	reply := Reply{Message: out.Answer, UsedAgent: true, ToolsUsed: tools, Stop: out.Stop, Fallback: out.Fallback}
-	var te *react.TurnError
-	if errors.As(out.Err, &te) {
-		reply.Error = te.Cause
-	}
-	return reply, out.Err
-}
-
-// answerByChat answers on the chat route: the model sees the thread's
-// latest messages, the reply streams, and the exchange is saved to the
-// thread, so that the agent sees it on a later turn. tctx is the turn's
-// bounded context, for the model call; the thread is read and written
-// under ctx.
-func (r *Router) answerByChat(ctx, tctx context.Context, msg string, opts AnswerOptions) (Reply, error) {
-	thread := opts.Run.ThreadID
-	cfg := checkpoint.Config{ThreadID: thread}
-	var history []llm.Message
-	if thread != "" {
-		st, err := r.agent.GetState(ctx, cfg, nil)
-		switch {
-		case errors.Is(err, graph.ErrNoCheckpointer):
-			thread = "" // nothing to read or save
-		case err != nil:
-			return Reply{}, fmt.Errorf("router: reading thread %s: %w", cfg.ThreadID, err)
-		default:
-			history = react.Messages.Get(st.Values)
-			history = history[max(0, len(history)-r.opts.ChatHistory):]
-		}
-	}
-	emit := func(m any) {
-		if opts.OnEvent != nil {
-			opts.OnEvent(graph.Event{Mode: graph.StreamMessages, Data: graph.MessageEvent{Message: m, Node: ChatNode, TaskID: ChatNode}})
-		}
-	}
-	var chunks []llm.Chunk
-	var failure error
-	for c, err := range r.chat.Stream(tctx, r.chatMessages(history, msg)) {
-		if err != nil {
-			failure = err
+			runErr = err
 			break
 		}
-		emit(c)
-		chunks = append(chunks, c)
-	}
-	if failure != nil && ctx.Err() != nil {
-		return Reply{}, fmt.Errorf("router: chat: %w", failure)
-	}
-	var reply llm.Message
-	var turnErr error
-	if failure != nil {
-		why := react.StopModelError
-		if tctx.Err() != nil {
-			why = react.StopTimeout // the turn's budget ran out
+		if len(ev.Namespace) == 0 {
+			if st, ok := ev.Values(); ok {
+				final = st
+			}
+			if u, ok := ev.Update(); ok && u.Node == RouteNode {
+				if rt, ok := graph.Written(u.Update, RoutingChannel); ok {
+					routing = rt
+					if opts.OnRoute != nil {
+						opts.OnRoute(rt.Route, rt.Source)
+					}
+				}
+			}
 		}
-		f := react.Failure{Reason: why, Err: failure, Question: msg}
-		reply = react.FallbackMessage(react.DefaultFallback(ctx, f), why, failure)
-		turnErr = &react.TurnError{Reason: why, Cause: failure.Error(), Err: failure}
-	} else {
-		reply = llm.Merge(chunks...).Message()
-	}
-	reply = react.OwnID(reply)
-	emit(reply)
-	if thread != "" {
-		// Saved as written after the graph's end: nothing is scheduled to
-		// run.
-		if _, err := r.agent.UpdateState(ctx, cfg, react.Messages.Write(llm.Human(msg), reply), graph.END); err != nil {
-			return Reply{}, errors.Join(turnErr, fmt.Errorf("router: saving the chat to thread %s: %w", thread, err))
+		if slices.Contains(asked, ev.Mode) {
+			opts.OnEvent(ev)
 		}
 	}
-	out := Reply{Message: reply.Text(), ToolsUsed: []string{}}
-	if failure != nil {
-		out.Fallback, out.Error = true, failure.Error()
+	var te *react.TurnError
+	if runErr != nil && !errors.As(runErr, &te) {
+		return Reply{}, fmt.Errorf("router: %w", runErr)
 	}
-	return out, turnErr
+	out := react.OutcomeOf(react.Messages.Get(final))
+	reply := Reply{Message: out.Answer, UsedAgent: routing.Route == Agent, ToolsUsed: out.ToolsUsed, Fallback: out.Fallback}
+	if reply.ToolsUsed == nil {
+		reply.ToolsUsed = []string{}
+	}
+	if reply.UsedAgent {
+		reply.Stop = out.Stop
+	}
+	if te != nil {
+		reply.Error = te.Cause
+		return reply, te
+	}
+	return reply, nil
 }
 
 // Stats returns the counts so far.
@@ -521,21 +662,4 @@ func (r *Router) Stats() Stats {
 		s.AgentRate = float64(s.AgentRuns) / float64(s.Messages)
 	}
 	return s
-}
-
-// Chat streams the plain chat reply to msg, with history (the caller picks
-// how much of the conversation) before it: what Handle answers on the chat
-// route, for callers that show tokens as they arrive.
-func (r *Router) Chat(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error] {
-	return r.chat.Stream(ctx, r.chatMessages(history, msg))
-}
-
-// chatMessages is the chat model's input: the chat prompt, history, msg.
-func (r *Router) chatMessages(history []llm.Message, msg string) []llm.Message {
-	conv := make([]llm.Message, 0, len(history)+2)
-	if r.opts.ChatPrompt != "" {
-		conv = append(conv, llm.System(r.opts.ChatPrompt))
-	}
-	conv = append(conv, history...)
-	return append(conv, llm.Human(msg))
 }

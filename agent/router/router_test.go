@@ -93,7 +93,7 @@ func newRouterOpts(t *testing.T, opts router.Options, agentScript ...llm.Message
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := react.New(scripted.New(agentScript...), reg, react.Options{NoStream: true})
+	agent, err := react.NewAgent(scripted.New(agentScript...), reg, react.Options{NoStream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestBadOptions(t *testing.T) {
 	if _, err := router.New(nil, nil, router.Options{}); !errors.Is(err, router.ErrInvalidOptions) {
 		t.Errorf("nil models: %v", err)
 	}
-	agent, _ := react.New(scripted.New(), nil, react.Options{})
+	agent, _ := react.NewAgent(scripted.New(), nil, react.Options{})
 	for _, tt := range []struct {
 		opts router.Options
 		want string

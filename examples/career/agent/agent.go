@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"iter"
 	"time"
 
 	"github.com/weftlabs/weft/agent/react"
@@ -58,11 +57,14 @@ type Options struct {
 }
 
 // Agent is DreamPath: a router in front of a ReAct agent over the career
-// tools.
+// tools, as one graph.
 type Agent struct {
-	// Graph is the ReAct agent (react.New), for callers that stream it.
+	// Graph is DreamPath's graph (Router.Graph): the route node, plain
+	// chat, and the ReAct agent's nodes. Its input is a human message
+	// (router.Input); serve it, stream it, read its threads.
 	Graph *graph.Graph
-	// Router routes each message to plain chat or Graph.
+	// Router is the router that built Graph: its decisions (Decide) and
+	// statistics (Stats).
 	Router *router.Router
 }
 
@@ -75,7 +77,7 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error
 	if err != nil {
 		return nil, fmt.Errorf("career agent: %w", err)
 	}
-	g, err := react.New(model, reg, react.Options{
+	ag, err := react.NewAgent(model, reg, react.Options{
 		MaxSteps:     MaxSteps,
 		Timeout:      Timeout,
 		ToolTimeout:  ToolTimeout,
@@ -91,7 +93,7 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error
 	if classifier == nil {
 		classifier = model
 	}
-	r, err := router.New(model, g, router.Options{
+	r, err := router.New(model, ag, router.Options{
 		Classifier:       classifier,
 		ClassifierMethod: opts.Mode.StructuredMethod(),
 		ClassifierPrompt: ClassifierPrompt,
@@ -100,20 +102,12 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error
 	if err != nil {
 		return nil, fmt.Errorf("career agent: %w", err)
 	}
-	return &Agent{Graph: g, Router: r}, nil
+	return &Agent{Graph: r.Graph(), Router: r}, nil
 }
 
 // Handle answers msg: {message, used_agent, tools_used}. opts are the
-// agent's run options (a thread when the agent has a checkpointer), nil
+// graph's run options (a thread when the agent has a checkpointer), nil
 // for the defaults.
 func (a *Agent) Handle(ctx context.Context, msg string, opts *graph.RunOptions) (router.Reply, error) {
 	return a.Router.Handle(ctx, msg, opts)
-}
-
-// Chat streams a plain chat reply to msg, as the router's chat route
-// answers it, for callers that show tokens as they arrive. history is the
-// conversation so far (the caller picks how much), given to the model
-// before msg.
-func (a *Agent) Chat(ctx context.Context, history []llm.Message, msg string) iter.Seq2[llm.Chunk, error] {
-	return a.Router.Chat(ctx, history, msg)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftlabs/weft/agent/react"
+	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/examples/travel/service"
 	"github.com/weftlabs/weft/graph"
@@ -39,14 +40,33 @@ type Options struct {
 	// Checkpointer keeps conversations, and the state channels, by
 	// thread; nil keeps none.
 	Checkpointer *checkpoint.Saver
-	// Mode is react.NativeTools (default) or react.JSONFormat.
+	// Mode is react.NativeTools (default) or react.JSONFormat. With
+	// JSONFormat the router's classifier is asked for its decision in the
+	// system prompt, not through a tool.
 	Mode react.Mode
+	// Classifier decides the messages Rules leave open; nil uses the
+	// agent's model. When it fails, FallbackRules decide, then plain chat.
+	Classifier llm.ChatModel
 }
 
-// New builds MateTrip over model and svc: a ReAct agent whose tools'
-// post-processing nodes keep LastRecommendedPlaces and TravelRoute
-// current. react.New wires the nodes from the tools' declarations.
-func New(model llm.ChatModel, svc *service.Service, opts Options) (*graph.Graph, error) {
+// Agent is MateTrip: a router in front of a ReAct agent over the travel
+// tools, as one graph.
+type Agent struct {
+	// Graph is MateTrip's graph (Router.Graph): the route node, plain
+	// chat, and the ReAct agent's nodes, whose tools' post-processing
+	// nodes keep LastRecommendedPlaces and TravelRoute current. Its input
+	// is a human message (router.Input).
+	Graph *graph.Graph
+	// Router is the router that built Graph: its decisions (Decide) and
+	// statistics (Stats).
+	Router *router.Router
+}
+
+// New builds MateTrip over model and svc: greetings go to plain chat with
+// model, travel requests to the ReAct agent (Rules first, then the
+// classifier, then FallbackRules, then plain chat). react.NewAgent wires
+// the tools' post-processing nodes from their declarations.
+func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error) {
 	if model == nil || svc == nil {
 		return nil, fmt.Errorf("travel agent: a model and a service are required")
 	}
@@ -54,7 +74,7 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*graph.Graph,
 	if err != nil {
 		return nil, fmt.Errorf("travel agent: %w", err)
 	}
-	g, err := react.New(model, reg, react.Options{
+	ag, err := react.NewAgent(model, reg, react.Options{
 		MaxSteps:     MaxSteps,
 		Timeout:      Timeout,
 		ToolTimeout:  ToolTimeout,
@@ -67,5 +87,20 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*graph.Graph,
 	if err != nil {
 		return nil, fmt.Errorf("travel agent: %w", err)
 	}
-	return g, nil
+	classifier := opts.Classifier
+	if classifier == nil {
+		classifier = model
+	}
+	r, err := router.New(model, ag, router.Options{
+		Rules:            Rules(),
+		FallbackRules:    FallbackRules(),
+		Classifier:       classifier,
+		ClassifierMethod: opts.Mode.StructuredMethod(),
+		ClassifierPrompt: ClassifierPrompt,
+		ChatPrompt:       ChatPrompt,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("travel agent: %w", err)
+	}
+	return &Agent{Graph: r.Graph(), Router: r}, nil
 }

@@ -23,8 +23,8 @@ func call(name, args string) llm.ToolCall {
 	return llm.ToolCall{Name: name, Args: json.RawMessage(args)}
 }
 
-// run drives the whole agent graph with model on a fresh seeded service and
-// returns the final state.
+// run drives the whole agent graph (the router, then the ReAct agent) with
+// model on a fresh seeded service and returns the final state.
 func run(t *testing.T, model llm.ChatModel, question string) (react.Outcome, graph.State) {
 	t.Helper()
 	svc, err := service.Open(t.Context(), ":memory:")
@@ -32,10 +32,11 @@ func run(t *testing.T, model llm.ChatModel, question string) (react.Outcome, gra
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	g, err := agent.New(model, svc, agent.Options{Checkpointer: checkpoint.NewMemory()})
+	a, err := agent.New(model, svc, agent.Options{Checkpointer: checkpoint.NewMemory()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := a.Graph
 	opts := graph.RunOptions{ThreadID: "t"}
 	out, err := react.Run(t.Context(), g, question, &opts)
 	if err != nil {
@@ -159,11 +160,11 @@ func TestHandlersAreWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	g, err := agent.New(scripted.New(), svc, agent.Options{})
+	a, err := agent.New(scripted.New(), svc, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := g.Nodes()
+	nodes := a.Graph.Nodes()
 	for _, n := range []string{agent.HandleReplacePlaces, agent.HandlePlaceRecommendation, agent.HandleWorkspaceRecommendation, agent.HandleTravelRoute} {
 		if !slices.Contains(nodes, n) {
 			t.Errorf("node %s missing from %v", n, nodes)

@@ -1,13 +1,6 @@
 package agent
 
-import (
-	"fmt"
-
-	"github.com/weftlabs/weft/agent/react"
-	"github.com/weftlabs/weft/agent/router"
-	"github.com/weftlabs/weft/graph"
-	"github.com/weftlabs/weft/llm"
-)
+import "github.com/weftlabs/weft/agent/router"
 
 // ChatPrompt is the system prompt of plain chat replies (greetings, small
 // talk), which the router answers without the agent.
@@ -42,24 +35,4 @@ func FallbackRules() []router.Rule {
 			"where", "places", "trip", "find", "search", "suggest", "replace", "instead",
 		}},
 	}
-}
-
-// NewRouter puts a router in front of the travel agent g (built by New):
-// greetings go to plain chat with model, travel requests to g: Rules first,
-// then model as the classifier, then FallbackRules, then plain chat. mode
-// is the agent's (New's Options.Mode): with react.JSONFormat the classifier
-// is asked for its decision in the system prompt, not through a tool.
-func NewRouter(model llm.ChatModel, g *graph.Graph, mode react.Mode) (*router.Router, error) {
-	r, err := router.New(model, g, router.Options{
-		Rules:            Rules(),
-		FallbackRules:    FallbackRules(),
-		Classifier:       model,
-		ClassifierMethod: mode.StructuredMethod(),
-		ClassifierPrompt: ClassifierPrompt,
-		ChatPrompt:       ChatPrompt,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("travel router: %w", err)
-	}
-	return r, nil
 }

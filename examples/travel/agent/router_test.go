@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/examples/travel/agent"
 	"github.com/weftlabs/weft/examples/travel/service"
@@ -57,7 +56,7 @@ func TestFallbackRules(t *testing.T) {
 	}
 }
 
-// NewRouter uses FallbackRules, not the career-flavoured defaults, when its
+// The router uses FallbackRules, not the career-flavoured defaults, when its
 // model cannot classify.
 func TestRouterFallback(t *testing.T) {
 	svc, err := service.Open(t.Context(), ":memory:")
@@ -66,14 +65,11 @@ func TestRouterFallback(t *testing.T) {
 	}
 	defer svc.Close()
 	model := scripted.NewScript(scripted.Options{Loop: true}, scripted.Response{Err: errors.New("down")})
-	g, err := agent.New(model, svc, agent.Options{})
+	a, err := agent.New(model, svc, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := agent.NewRouter(model, g, react.NativeTools)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := a.Router
 	for _, tt := range []struct {
 		msg    string
 		route  router.Route

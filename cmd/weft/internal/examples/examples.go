@@ -62,11 +62,13 @@ type OpenOptions struct {
 
 // Agent is an example agent opened for chat.
 type Agent struct {
-	// Graph is the agent's graph (react.New): its input is a human
-	// message on react.Messages.
+	// Graph is the agent's graph (router.Router.Graph): the route node,
+	// plain chat and the ReAct agent's nodes. Its input is a human message
+	// (router.Input); it is the one path by which a message is answered,
+	// for weft run and weft serve alike, and it reads the threads it
+	// wrote.
 	Graph *graph.Graph
-	// Router answers a message (router.Router.Answer): it routes it
-	// between plain chat and Graph, and records the turn on the thread.
+	// Router built Graph; it counts its decisions (Stats).
 	Router *router.Router
 	// Close releases the agent's services.
 	Close func() error
@@ -94,7 +96,7 @@ func All() []Example {
 		},
 		{
 			Name:     "travel",
-			Summary:  "MateTrip, a travel planner: a ReAct agent over place tools whose post-processing nodes keep last_recommended_places current (examples/travel)",
+			Summary:  "MateTrip, a travel planner: a router in front of a ReAct agent over place tools whose post-processing nodes keep last_recommended_places current (examples/travel)",
 			Build:    func(s *checkpoint.Saver) (*graph.Graph, error) { return buildGraph(openTravel, s) },
 			Open:     openTravel,
 			Demo:     "examples/travel/demo.yaml",
@@ -129,10 +131,7 @@ func openCareer(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 	if err != nil {
 		return nil, fmt.Errorf("career service: %w", err)
 	}
-	a, err := careeragent.New(model, svc, careeragent.Options{
-		Checkpointer: opts.Saver,
-		Mode:         opts.Mode,
-	})
+	a, err := careeragent.New(model, svc, careeragent.Options{Checkpointer: opts.Saver, Mode: opts.Mode})
 	if err != nil {
 		svc.Close()
 		return nil, err
@@ -145,17 +144,12 @@ func openTravel(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 	if err != nil {
 		return nil, fmt.Errorf("travel service: %w", err)
 	}
-	g, err := travelagent.New(model, svc, travelagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode})
+	a, err := travelagent.New(model, svc, travelagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode})
 	if err != nil {
 		svc.Close()
 		return nil, err
 	}
-	r, err := travelagent.NewRouter(model, g, opts.Mode)
-	if err != nil {
-		svc.Close()
-		return nil, err
-	}
-	return &Agent{Graph: g, Router: r, Close: svc.Close}, nil
+	return &Agent{Graph: a.Graph, Router: a.Router, Close: svc.Close}, nil
 }
 
 // Names returns the examples' names, sorted.
