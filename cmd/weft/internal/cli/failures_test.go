@@ -165,3 +165,41 @@ func threadMessages(t *testing.T, db, thread string) []llm.Message {
 	}
 	return msgs
 }
+
+// A failed turn shows as failed in weft threads, with its cause, and the
+// next run on the thread starts a new turn after the fallback answer.
+func TestRunAfterFailedTurn(t *testing.T) {
+	runEnv(t)
+	openAIAt(t, serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided: sk-test.","type":"invalid_request_error","code":"invalid_api_key"}}`)
+	}))
+	if _, _, err := execute(t, "run", "--agent", "career", "--model", "openai:gpt-4o-mini", "--new-thread", "t1", "안녕하세요"); cli.ExitCode(err) != cli.ExitModelFailed {
+		t.Fatalf("err = %v, want exit %d", err, cli.ExitModelFailed)
+	}
+	out, _, err := execute(t, "threads", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(t, "threads list", out, "t1 ", "career", "failed", "안녕하세요")
+	out, _, err = execute(t, "threads", "show", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(t, "threads show", out, "next        fail\n", "failed      ", "no answer (model_error): openai: HTTP 401", "  ai: I could not fully complete this request")
+
+	out, _, err = execute(t, "run", "--agent", "career", "--model", writeScript(t, "- content: \"반가워요!\"\n"), "--thread", "t1", "hi")
+	if err != nil || out != "반가워요!\n" {
+		t.Fatalf("next turn: stdout %q, err %v", out, err)
+	}
+	out, _, err = execute(t, "threads", "show", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(t, "threads show, next turn", out, "next        nothing: the run finished\n",
+		"  human: 안녕하세요\n", "  ai: I could not fully complete this request", "  human: hi\n", "  ai: 반가워요!\n")
+	if strings.Contains(out, "failed ") {
+		t.Errorf("the thread still shows the old failure:\n%s", out)
+	}
+}

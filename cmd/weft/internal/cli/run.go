@@ -178,25 +178,40 @@ func run(ctx context.Context, c runConfig) (err error) {
 	defer lease.Release(context.WithoutCancel(ctx))
 	ctx = checkpoint.WithLease(ctx, lease)
 	p := &printer{out: c.out, info: c.info, json: c.mode == react.JSONFormat}
-	// The agent packages answer (router.Answer); the command only shows
-	// what happens.
-	_, err = a.Router.Answer(ctx, c.question, router.AnswerOptions{
-		Run: graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamMessages, graph.StreamUpdates}},
-		OnRoute: func(r router.Route, _ router.Source) {
-			if r == router.Chat {
+	// The agent's graph answers (the router in front of the agent, as
+	// weft serve runs it); the command only shows what happens.
+	opts := &graph.RunOptions{
+		ThreadID:    thread,
+		StreamModes: []graph.StreamMode{graph.StreamMessages, graph.StreamUpdates},
+		// The thread says which graph wrote it, for weft threads.
+		Metadata: map[string]any{graphIDKey: e.Name},
+	}
+	for ev, err := range a.Graph.Stream(ctx, router.Input(c.question), opts) {
+		if err != nil {
+			p.endLine()
+			var te *react.TurnError
+			if errors.As(err, &te) {
+				// A fallback answer was shown for the user on out; the
+				// cause goes to the error output, with an exit code of
+				// its own.
+				err = te
+			}
+			return fmt.Errorf("agent %s: %w", e.Name, err)
+		}
+		if u, ok := ev.Update(); ok && u.Node == router.RouteNode {
+			if rt, ok := graph.Written(u.Update, router.RoutingChannel); ok && rt.Route == router.Chat {
 				fmt.Fprintln(c.info, "· plain chat, no tools")
 			}
-		},
-		OnEvent: p.event,
-	})
-	p.endLine()
-	if err != nil {
-		// A fallback answer was shown for the user on out; the cause goes
-		// to the error output, with an exit code of its own.
-		return fmt.Errorf("agent %s: %w", e.Name, err)
+		}
+		p.event(ev)
 	}
+	p.endLine()
 	return nil
 }
+
+// graphIDKey is the run metadata key naming the example graph that wrote a
+// thread, as the LangGraph server stamps its runs' checkpoints.
+const graphIDKey = "graph_id"
 
 // Exit codes of the weft command, documented in README.md.
 const (

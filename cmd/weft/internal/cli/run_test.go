@@ -330,8 +330,8 @@ func TestRunModelFromEnv(t *testing.T) {
 
 func TestGraphDrawAgents(t *testing.T) {
 	for name, nodes := range map[string][]string{
-		"career": {"agent", "tools"},
-		"travel": {"agent", "tools", "handle_replace_places", "handle_place_recommendation", "handle_workspace_recommendation", "handle_travel_route"},
+		"career": {"route", "chat", "fail", "agent", "tools"},
+		"travel": {"route", "chat", "fail", "agent", "tools", "handle_replace_places", "handle_place_recommendation", "handle_workspace_recommendation", "handle_travel_route"},
 	} {
 		out, _, err := execute(t, "graph", "draw", name)
 		if err != nil {

@@ -94,6 +94,9 @@ type threadView struct {
 	Next []string `json:"next"`
 	// Interrupts are the questions the thread waits to have answered.
 	Interrupts []graph.Interruption `json:"interrupts"`
+	// Error is why the thread's last run failed (a turn that ended in a
+	// fallback answer, say); empty when it did not.
+	Error string `json:"error,omitempty"`
 	// Summary is the thread's latest human message, shortened.
 	Summary string                     `json:"summary"`
 	Values  map[string]json.RawMessage `json:"values,omitempty"`
@@ -123,9 +126,10 @@ func (t *threadsDB) latest(ctx context.Context, thread string) (*checkpoint.Tupl
 	return tp, nil
 }
 
-// fit finds the example graph that wrote tp: the first whose nodes
-// include every node that ran and whose state holds every stored channel.
-// It returns nil when none does.
+// fit finds the example graph that wrote tp: the one its run metadata
+// names (weft run stamps graphIDKey), else the first whose nodes include
+// every node that ran. Either way the graph's state must hold every stored
+// channel. It returns nil when no graph fits.
 func (t *threadsDB) fit(ctx context.Context, tp *checkpoint.Tuple) (*namedGraph, graph.StateSnapshot) {
 	var channels, nodes []string
 	for ch := range tp.Checkpoint.Values {
@@ -138,18 +142,29 @@ func (t *threadsDB) fit(ctx context.Context, tp *checkpoint.Tuple) (*namedGraph,
 			nodes = append(nodes, n)
 		}
 	}
+	read := func(ng *namedGraph) (graph.StateSnapshot, bool) {
+		ctx, cancel := bounded(ctx)
+		defer cancel()
+		snap, err := ng.g.GetState(ctx, checkpoint.Config{ThreadID: tp.Config.ThreadID}, nil)
+		return snap, err == nil && subset(channels, snap.Values.Keys())
+	}
+	if name, ok := tp.Metadata.Extra[graphIDKey].(string); ok {
+		for i := range t.graphs {
+			if ng := &t.graphs[i]; ng.example.Name == name {
+				if snap, ok := read(ng); ok {
+					return ng, snap
+				}
+			}
+		}
+	}
 	for i := range t.graphs {
 		ng := &t.graphs[i]
 		if !subset(nodes, ng.g.Nodes()) {
 			continue
 		}
-		ctx, cancel := bounded(ctx)
-		snap, err := ng.g.GetState(ctx, checkpoint.Config{ThreadID: tp.Config.ThreadID}, nil)
-		cancel()
-		if err != nil || !subset(channels, snap.Values.Keys()) {
-			continue
+		if snap, ok := read(ng); ok {
+			return ng, snap
 		}
-		return ng, snap
 	}
 	return nil, graph.StateSnapshot{}
 }
@@ -185,6 +200,12 @@ func snapshotView(snap graph.StateSnapshot) (threadView, error) {
 		ThreadID: snap.Config.ThreadID, CheckpointID: snap.Config.CheckpointID,
 		UpdatedAt: snap.CreatedAt, Step: snap.Metadata.Step, Source: snap.Metadata.Source,
 		Next: snap.Next, Interrupts: snap.Interrupts,
+	}
+	for _, task := range snap.Tasks {
+		if task.Error != "" {
+			v.Error = task.Error
+			break
+		}
 	}
 	b, err := json.Marshal(snap.Values)
 	if err == nil {
@@ -257,6 +278,8 @@ func (v threadView) status() string {
 	switch {
 	case len(v.Interrupts) > 0:
 		return "waiting for an answer"
+	case v.Error != "":
+		return "failed"
 	case v.Graph == "":
 		return "unknown graph"
 	case len(v.Next) > 0:
@@ -380,6 +403,9 @@ func (t *threadsDB) printView(w io.Writer, v threadView) error {
 	fmt.Fprintf(w, "updated     %s (step %d, %s, checkpoint %s)\n", v.UpdatedAt.Local().Format(timeLayout), v.Step, v.Source, v.CheckpointID)
 	if v.Graph != "" {
 		fmt.Fprintf(w, "next        %s\n", cmp.Or(strings.Join(v.Next, ", "), "nothing: the run finished"))
+	}
+	if v.Error != "" {
+		fmt.Fprintf(w, "failed      %s\n", clip(v.Error, 300))
 	}
 	for _, in := range v.Interrupts {
 		b, _ := json.Marshal(in.Value)

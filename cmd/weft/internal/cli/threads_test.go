@@ -6,10 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/examples/approval/planner"
+	careeragent "github.com/weftlabs/weft/examples/career/agent"
+	careerservice "github.com/weftlabs/weft/examples/career/service"
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/llm/scripted"
 )
 
 // threadJSON is what threads list, show and history print with --json.
@@ -158,4 +163,73 @@ func TestThreadsEmpty(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != "[]" {
 		t.Errorf("list --json of an empty database = %q, %v", out, err)
 	}
+}
+
+// A thread knows the graph that wrote it: a travel conversation of plain
+// chat only, whose channels the career graph has too, lists as travel.
+func TestThreadsKnowTheirGraph(t *testing.T) {
+	runEnv(t)
+	model := writeScript(t, "- content: \"안녕하세요! 어디로 떠나세요?\"\n")
+	if _, _, err := execute(t, "run", "--agent", "travel", "--model", model, "--new-thread", "hello", "안녕하세요"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execute(t, "threads", "show", "hello", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v threadJSON
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	var routing struct{ Route, Source string }
+	if err := json.Unmarshal(v.Values["routing"], &routing); err != nil || v.Graph != "travel" || routing.Route != "chat" || routing.Source != "rule" {
+		t.Errorf("show --json: graph %q, routing %s (%v); want the travel graph with its routing", v.Graph, v.Values["routing"], err)
+	}
+}
+
+// Threads saved before the router was a graph (by the ReAct agent's own
+// graph, with plain chat saved by UpdateState) still read through the
+// career graph, and a run goes on with them.
+func TestThreadsReadOlderThreads(t *testing.T) {
+	db := runEnv(t)
+	func() {
+		d, err := dburl.Open(t.Context(), db, dburl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		svc, err := careerservice.Open(t.Context(), ":memory:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		reg, err := careeragent.NewRegistry(svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := react.New(scripted.New(llm.AI("네, 말씀하세요.")), reg, react.Options{Checkpointer: d.Saver, Name: "career"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.Invoke(t.Context(), react.Messages.Write(llm.Human("진로 질문이 있어요")), &graph.RunOptions{ThreadID: "old"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.UpdateState(t.Context(), checkpoint.Config{ThreadID: "old"}, react.Messages.Write(llm.Human("고마워요"), llm.AI("천만에요!")), graph.END); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	out, _, err := execute(t, "threads", "show", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(t, "threads show old", out, "graph       career\n", "next        nothing: the run finished\n",
+		"  human: 진로 질문이 있어요\n", "  ai: 네, 말씀하세요.\n", "  human: 고마워요\n", "  ai: 천만에요!\n")
+	if _, _, err := execute(t, "run", "--agent", "career", "--model", writeScript(t, "- content: \"반가워요!\"\n"), "--thread", "old", "안녕하세요"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = execute(t, "threads", "show", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(t, "threads show old, continued", out, "  ai: 천만에요!\n", "  human: 안녕하세요\n", "  ai: 반가워요!\n")
 }
