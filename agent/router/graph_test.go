@@ -219,14 +219,17 @@ func TestGraphModelFailures(t *testing.T) {
 		handler func() http.HandlerFunc
 		failed  bool // ErrModelFailed (else a timeout)
 		cause   string
+		// budget bounds the turn (the default when zero): the time a
+		// hanging model crosses, and no bound a failing one could meet.
+		budget time.Duration
 	}{
 		{"401", func() http.HandlerFunc {
 			return wiretest.JSON(401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
-		}, true, "HTTP 401"},
+		}, true, "HTTP 401", 0},
 		{"500", func() http.HandlerFunc {
 			return wiretest.JSON(500, `{"error":{"message":"boom","type":"server_error"}}`)
-		}, true, "HTTP 500"},
-		{"timeout", wiretest.Hang, false, "deadline exceeded"},
+		}, true, "HTTP 500", 0},
+		{"timeout", wiretest.Hang, false, "deadline exceeded", 200 * time.Millisecond},
 	} {
 		for _, route := range []router.Route{router.Chat, router.Agent} {
 			t.Run(tc.name+"/"+string(route), func(t *testing.T) {
@@ -239,7 +242,7 @@ func TestGraphModelFailures(t *testing.T) {
 				}
 				// The bounds that a hanging model crosses: the turn's on
 				// the chat route, the agent's own on the agent route.
-				r := graphRouter(t, model, model, checkpoint.NewMemory(), router.Options{TurnTimeout: 200 * time.Millisecond}, react.Options{Timeout: 200 * time.Millisecond})
+				r := graphRouter(t, model, model, checkpoint.NewMemory(), router.Options{TurnTimeout: tc.budget}, react.Options{Timeout: tc.budget})
 				question := map[router.Route]string{router.Chat: "hi", router.Agent: "any job?"}[route]
 				evs, err := collectRun(t.Context(), r.Graph(), router.Input(question), &graph.RunOptions{
 					ThreadID:    "t",
