@@ -187,10 +187,8 @@ func LoadMarkdown(r io.Reader, source string) ([]Document, error) {
 	var docs []Document
 	used := map[string]int{}
 	for _, s := range sections {
-		text := strings.TrimSpace(s.text.String())
-		if text == "" {
-			continue
-		}
+		// Every heading counts towards its slug's number, with text or
+		// without, so an ID depends only on the headings above it.
 		slug := "intro"
 		if len(s.headings) > 0 {
 			slug = Slug(s.headings[len(s.headings)-1])
@@ -198,6 +196,10 @@ func LoadMarkdown(r io.Reader, source string) ([]Document, error) {
 		used[slug]++
 		if n := used[slug]; n > 1 {
 			slug += "-" + strconv.Itoa(n)
+		}
+		text := strings.TrimSpace(s.text.String())
+		if text == "" {
+			continue
 		}
 		docs = append(docs, Document{
 			ID: base + "#" + slug, Source: source, Title: title, Text: text,

@@ -12,7 +12,8 @@
 //   - as vectors, in weft's store (store.Store with an IndexConfig), embedded
 //     by embed.Lexical offline or by an OpenAI-compatible model.
 //
-// Search runs both and fuses the two rankings by reciprocal rank. Tool wraps
+// Search runs both and fuses the two rankings (relative-score fusion by
+// default, reciprocal-rank fusion as an option). Tool wraps
 // an Index as the retrieve_docs tool for agents, answering with passages and
 // their citations.
 //

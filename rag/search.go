@@ -145,7 +145,7 @@ func (ix *Index) vectorSearch(ctx context.Context, query string, f filter, n int
 		}
 		// A chunk pointing away from the query (or orthogonal to it:
 		// nothing shared, for the lexical embedder) is no candidate.
-		if *it.Score <= 0 {
+		if *it.Score <= 0 || *it.Score < ix.cfg.MinVectorScore {
 			break
 		}
 		out = append(out, ranked{id: it.Key, score: *it.Score})
@@ -160,9 +160,9 @@ func (ix *Index) fuse(lex, vec []ranked) []ranked {
 	scores := map[string]float64{}
 	var order []string
 	add := func(rs []ranked, w float64) {
-		top := 0.0
+		var lo, hi float64
 		if len(rs) > 0 {
-			top = rs[0].score
+			hi, lo = rs[0].score, rs[len(rs)-1].score
 		}
 		for i, r := range rs {
 			if _, seen := scores[r.id]; !seen {
@@ -170,10 +170,12 @@ func (ix *Index) fuse(lex, vec []ranked) []ranked {
 			}
 			switch f.Method {
 			case ScoreFusion:
-				if top > 0 && r.score > 0 {
-					scores[r.id] += w * r.score / top
+				// Min-max scaling over the candidates: the best gets
+				// w, the last 0; a list of equal scores gets w each.
+				if hi > lo {
+					scores[r.id] += w * (r.score - lo) / (hi - lo)
 				} else {
-					scores[r.id] += 0 // keep the candidate, adding nothing
+					scores[r.id] += w
 				}
 			default:
 				scores[r.id] += w / (f.K + float64(i+1))

@@ -76,10 +76,10 @@ func (ix *Index) Tool(opts ToolOptions) *tool.Tool {
 	topts := opts.Tool
 	userSchema := topts.Schema
 	topts.Schema = func(s *jsonschema.Schema) {
-		one, most, minLen := 1.0, float64(MaxToolK), 1
+		one, most := 1.0, float64(MaxToolK)
 		s.Properties["k"].Minimum = &one
 		s.Properties["k"].Maximum = &most
-		s.Properties["query"].MinLength = &minLen
+		s.Properties["query"].Pattern = `\S` // not blank
 		s.Properties["language"].Enum = []any{"ko", "en"}
 		if userSchema != nil {
 			userSchema(s)
