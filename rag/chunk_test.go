@@ -175,8 +175,8 @@ func TestSplitterRejectsBadSizes(t *testing.T) {
 
 func TestDetectLanguage(t *testing.T) {
 	tests := map[string]string{
-		"데이터 파이프라인을 설정합니다":              "ko",
-		"Slack 알림과 API 키를 설정하세요":         "ko",
+		"데이터 파이프라인을 설정합니다":                 "ko",
+		"Slack 알림과 API 키를 설정하세요":           "ko",
 		"Set up the pipeline":              "en",
 		"AI 도구 trends for 2026 in English": "en",
 		"12345 !!!":                        "",

@@ -32,7 +32,7 @@ func TestLoadJSON(t *testing.T) {
 func TestLoadJSONRejectsBadFiles(t *testing.T) {
 	tests := []struct {
 		name, src, where string
-		dup          bool
+		dup              bool
 	}{
 		{name: "not an object", src: `[{"id": "a"}]`},
 		{name: "misspelt field", src: `{"entries": [{"id": "a", "title": "t", "txt": "x"}]}`},
@@ -119,10 +119,10 @@ func TestLoadMarkdownRejectsBadFrontMatter(t *testing.T) {
 
 func TestSlug(t *testing.T) {
 	for in, want := range map[string]string{
-		"Getting started!":   "getting-started",
-		"번역과 현지화":            "번역과-현지화",
+		"Getting started!":  "getting-started",
+		"번역과 현지화":           "번역과-현지화",
 		"  API / 설정 (v2)  ": "api-설정-v2",
-		"***":                "section",
+		"***":               "section",
 	} {
 		if got := Slug(in); got != want {
 			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
