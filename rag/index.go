@@ -75,6 +75,29 @@ type Fusion struct {
 	LexicalWeight, VectorWeight float64
 }
 
+func (f Fusion) withDefaults() (Fusion, error) {
+	switch f.Method {
+	case "":
+		f.Method = ScoreFusion
+	case RRF, ScoreFusion:
+	default:
+		return f, fmt.Errorf("%w: fusion method %q (expected %q or %q)", ErrInvalidConfig, f.Method, RRF, ScoreFusion)
+	}
+	if f.K < 0 || f.LexicalWeight < 0 || f.VectorWeight < 0 {
+		return f, fmt.Errorf("%w: fusion k and weights must not be negative", ErrInvalidConfig)
+	}
+	if f.K == 0 {
+		f.K = DefaultRRFK
+	}
+	if f.LexicalWeight == 0 {
+		f.LexicalWeight = 1
+	}
+	if f.VectorWeight == 0 {
+		f.VectorWeight = 1
+	}
+	return f, nil
+}
+
 // Config configures an Index. The zero value works: an in-memory store with
 // the offline lexical embedder, the Korean-and-English analyzer, default
 // chunking and relative-score fusion.
@@ -152,25 +175,9 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 	if err := store.ValidateNamespace(cfg.Namespace); err != nil {
 		return nil, fmt.Errorf("%w: namespace: %w", ErrInvalidConfig, err)
 	}
-	f := &cfg.Fusion
-	switch f.Method {
-	case "":
-		f.Method = ScoreFusion
-	case RRF, ScoreFusion:
-	default:
-		return nil, fmt.Errorf("%w: fusion method %q (expected %q or %q)", ErrInvalidConfig, f.Method, RRF, ScoreFusion)
-	}
-	if f.K < 0 || f.LexicalWeight < 0 || f.VectorWeight < 0 {
-		return nil, fmt.Errorf("%w: fusion k and weights must not be negative", ErrInvalidConfig)
-	}
-	if f.K == 0 {
-		f.K = DefaultRRFK
-	}
-	if f.LexicalWeight == 0 {
-		f.LexicalWeight = 1
-	}
-	if f.VectorWeight == 0 {
-		f.VectorWeight = 1
+	var err error
+	if cfg.Fusion, err = cfg.Fusion.withDefaults(); err != nil {
+		return nil, err
 	}
 	ix := &Index{cfg: cfg, st: cfg.Store, chunks: map[string]Chunk{}, docs: map[string][]string{}}
 	if ix.st == nil {

@@ -193,6 +193,7 @@ func TestSearchRejectsBadOptions(t *testing.T) {
 		{"x", SearchOptions{K: MaxK + 1}},
 		{"x", SearchOptions{Depth: -1}},
 		{"x", SearchOptions{Mode: "semantic"}},
+		{"x", SearchOptions{Fusion: &Fusion{Method: "max"}}},
 	} {
 		if _, err := ix.Search(context.Background(), tc.q, tc.opts); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%q %+v: err = %v, want ErrInvalidConfig", tc.q, tc.opts, err)
@@ -337,8 +338,7 @@ func TestFusion(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		ix := &Index{cfg: Config{Fusion: tt.f}}
-		got := ix.fuse(lex, vec)
+		got := fuse(tt.f, lex, vec)
 		if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(ranked{}), cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", tt.f, diff)
 		}

@@ -23,6 +23,8 @@ type SearchOptions struct {
 	// Depth is how many candidates each retriever ranks before fusion
 	// (default max(DefaultDepth, 4K)).
 	Depth int
+	// Fusion, when set, replaces Config.Fusion for this search.
+	Fusion *Fusion
 }
 
 // Hit is one search result.
@@ -66,6 +68,13 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	default:
 		return nil, fmt.Errorf("%w: mode %q (expected %q, %q or %q)", ErrInvalidConfig, opts.Mode, Hybrid, Lexical, Vector)
 	}
+	fusion := ix.cfg.Fusion
+	if opts.Fusion != nil {
+		var err error
+		if fusion, err = opts.Fusion.withDefaults(); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, ix.cfg.Timeout)
 	defer cancel()
 	ix.mu.RLock()
@@ -94,7 +103,7 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	case Vector:
 		fused = vec
 	default:
-		fused = ix.fuse(lex, vec)
+		fused = fuse(fusion, lex, vec)
 	}
 	lexRank, vecRank := rankOf(lex), rankOf(vec)
 	hits := make([]Hit, 0, opts.K)
@@ -153,10 +162,9 @@ func (ix *Index) vectorSearch(ctx context.Context, query string, f filter, n int
 	return out, nil
 }
 
-// fuse combines the two rankings as Config.Fusion says; ties keep the
-// lexical order, then the vector order, so results are deterministic.
-func (ix *Index) fuse(lex, vec []ranked) []ranked {
-	f := ix.cfg.Fusion
+// fuse combines the two rankings as f says; ties keep the lexical order,
+// then the vector order, so results are deterministic.
+func fuse(f Fusion, lex, vec []ranked) []ranked {
 	scores := map[string]float64{}
 	var order []string
 	add := func(rs []ranked, w float64) {

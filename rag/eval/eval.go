@@ -77,13 +77,15 @@ type Result struct {
 	Missed []string `json:"missed,omitempty"`
 }
 
-// Run searches every query in mode and scores the rankings at k.
-func Run(ctx context.Context, ix *rag.Index, qs []Query, mode rag.Mode, k int) (Result, error) {
-	res := Result{Mode: mode, Queries: len(qs), K: k}
+// Run searches every query with opts (its K replaced) and scores the
+// rankings at k.
+func Run(ctx context.Context, ix *rag.Index, qs []Query, opts rag.SearchOptions, k int) (Result, error) {
+	res := Result{Mode: opts.Mode, Queries: len(qs), K: k}
+	// Fetch extra chunks so that k distinct documents remain after
+	// dropping repeated chunks of one document.
+	opts.K = min(rag.MaxK, 4*k)
 	for _, q := range qs {
-		// Fetch extra chunks so that k distinct documents remain after
-		// dropping repeated chunks of one document.
-		hits, err := ix.Search(ctx, q.Query, rag.SearchOptions{K: min(rag.MaxK, 4*k), Mode: mode})
+		hits, err := ix.Search(ctx, q.Query, opts)
 		if err != nil {
 			return res, fmt.Errorf("eval: query %s: %w", q.ID, err)
 		}

@@ -154,7 +154,7 @@ func TestRetrievalQuality(t *testing.T) {
 	}
 	qs := loadQueries(t)
 	for _, f := range floors {
-		res, err := eval.Run(ctx, ix, qs, f.mode, 5)
+		res, err := eval.Run(ctx, ix, qs, rag.SearchOptions{Mode: f.mode}, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
