@@ -117,6 +117,7 @@ func LoadMarkdown(r io.Reader, source string) ([]Document, error) {
 	if err != nil {
 		return nil, &LoadError{Source: source, Reason: "read failed", Err: err}
 	}
+	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")) // files saved on Windows
 	var fm frontMatter
 	body := data
 	if rest, ok := bytes.CutPrefix(data, []byte("---\n")); ok {

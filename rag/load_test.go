@@ -103,6 +103,17 @@ func TestLoadMarkdownWithoutFrontMatter(t *testing.T) {
 	}
 }
 
+func TestLoadMarkdownWindowsLineEnds(t *testing.T) {
+	docs, err := LoadMarkdown(strings.NewReader("---\r\nid: w\r\n---\r\n# T\r\nbody\r\n"), "w.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Document{{ID: "w#t", Source: "w.md", Title: "T", Text: "body", Headings: []string{"T"}}}
+	if diff := cmp.Diff(want, docs); diff != "" {
+		t.Errorf("documents (-want +got):\n%s", diff)
+	}
+}
+
 func TestLoadMarkdownRejectsBadFrontMatter(t *testing.T) {
 	for name, src := range map[string]string{
 		"unclosed":      "---\nid: x\n# Title\n",
