@@ -139,13 +139,26 @@ func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, deadline
 	tctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	forced := t.steps >= a.opts.MaxSteps
-	reply, err := a.ask(tctx, msgs, forced)
+	var specs []llm.ToolSpec
+	if !forced || a.opts.Mode == JSONFormat {
+		var err error
+		if specs, err = a.toolSpecs(tctx, t); err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return llm.Message{}, ctx.Err()
+			case tctx.Err() != nil:
+				return a.fallback(ctx, t, StopTimeout, err), nil
+			}
+			return a.fallback(ctx, t, StopRetrievalError, err), nil
+		}
+	}
+	reply, err := a.ask(tctx, msgs, forced, specs)
 	if err == nil && a.opts.Mode == JSONFormat {
 		var perr error
 		if reply, perr = a.parse(reply, len(msgs)); perr != nil {
 			// One retry, telling the model what was wrong.
 			retry := append(msgs[:len(msgs):len(msgs)], llm.AI(reply.Text()), llm.Human(fmt.Sprintf("Your reply could not be used: %v. Reply with only one JSON object of the form {\"thought\": ..., \"action\": ..., \"action_input\": {...}}.", perr)))
-			reply, err = a.ask(tctx, retry, forced)
+			reply, err = a.ask(tctx, retry, forced, specs)
 			if err == nil {
 				if reply, perr = a.parse(reply, len(msgs)); perr != nil {
 					return a.fallback(ctx, t, StopParseError, perr), nil
@@ -176,14 +189,14 @@ func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, deadline
 	return finish(reply, StopAnswer, false), nil
 }
 
-// ask calls the model, streaming unless NoStream. forced asks for an
-// answer without tools.
-func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool) (llm.Message, error) {
+// ask calls the model, streaming unless NoStream, offering it specs.
+// forced asks for an answer without tools.
+func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool, specs []llm.ToolSpec) (llm.Message, error) {
 	var conv []llm.Message
 	model := a.model
 	switch a.opts.Mode {
 	case JSONFormat:
-		if p := a.jsonPrompt(); p != "" {
+		if p := a.jsonPrompt(specs); p != "" {
 			conv = append(conv, llm.System(p))
 		}
 		conv = append(conv, asJSONConversation(msgs)...)
@@ -202,7 +215,7 @@ func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool) (llm.M
 		}
 		if forced {
 			conv = append(conv, llm.Human("You have used all your steps. Answer now from what you know, without calling tools."))
-		} else if specs := a.tools.Specs(); len(specs) > 0 {
+		} else if len(specs) > 0 {
 			model = model.BindTools(specs)
 		}
 	}
@@ -254,14 +267,14 @@ const jsonFormat = `Reply with exactly one JSON object and nothing else:
 {"thought": "your reasoning about what to do next", "action": "a tool name, or FINISH", "action_input": {the tool's arguments, or for FINISH {"answer": "your answer to the user"}}}
 Call one tool at a time. Use FINISH when you can answer, or when you are unsure and need to ask the user.`
 
-func (a *agent) jsonPrompt() string {
+func (a *agent) jsonPrompt(specs []llm.ToolSpec) string {
 	var b strings.Builder
 	if a.opts.SystemPrompt != "" {
 		b.WriteString(a.opts.SystemPrompt)
 		b.WriteString("\n\n")
 	}
 	b.WriteString("## Tools\n")
-	for _, s := range a.tools.Specs() {
+	for _, s := range specs {
 		fmt.Fprintf(&b, "- %s: %s\n  arguments (JSON Schema): %s\n", s.Name, s.Description, s.Parameters)
 	}
 	b.WriteString("- FINISH: answer without a tool\n\n## Output format\n")

@@ -76,6 +76,9 @@ const (
 	StopParseError StopReason = "parse_error"
 	// StopModelError: the model call failed.
 	StopModelError StopReason = "model_error"
+	// StopRetrievalError: the tools for the turn could not be retrieved
+	// (Options.Retrieval).
+	StopRetrievalError StopReason = "retrieval_error"
 )
 
 // Metadata keys of the agent's AI messages.
@@ -194,7 +197,46 @@ type Options struct {
 	// Channels are more state channels, for the post-processing nodes of
 	// the tools to write (document 000's last_recommended_places).
 	Channels []graph.Channel
+	// Retrieval, when set, binds to each model call only the tools
+	// retrieved for the turn's request instead of every registered tool
+	// (BigTool, document 001): for catalogues too large to send whole.
+	Retrieval *Retrieval
 }
+
+// Retrieval configures tool retrieval (Options.Retrieval). Each model
+// call of a turn is offered: the K tools retrieved for the turn's request
+// (the text of its human message), the tools the model found with the
+// search tool during the turn, the tools it already called in the turn,
+// and the search tool itself, with which the model looks for more in its
+// own words (langgraph-bigtool's retrieve_tools). Tools that are no longer
+// registered are left out.
+type Retrieval struct {
+	// Tools retrieves tools; *retrieve.Index (package tool/retrieve)
+	// implements it. Required.
+	Tools ToolRetriever
+	// K is how many tools are retrieved for the request, and by each
+	// search (default 5).
+	K int
+	// User names the user a run is for, from its context, so that the
+	// retriever can use that user's tool memory; nil means no user.
+	User func(ctx context.Context) string
+	// NoSearchTool leaves the search tool out: the model sees only the
+	// tools retrieved for the request and those it called.
+	NoSearchTool bool
+	// SearchToolName names the search tool (default "search_tools").
+	SearchToolName string
+}
+
+// ToolRetriever finds the tools that fit a request.
+type ToolRetriever interface {
+	// RetrieveTools returns the names of the k tools that best fit query
+	// for user (empty when unknown), best first.
+	RetrieveTools(ctx context.Context, user, query string, k int) ([]string, error)
+}
+
+// DefaultSearchToolName is the search tool's name when
+// Retrieval.SearchToolName is empty.
+const DefaultSearchToolName = "search_tools"
 
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxSteps < 0 || o.Timeout < 0 || o.ToolTimeout < 0 || o.MaxToolErrors < 0 {
@@ -217,6 +259,19 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Fallback == nil {
 		o.Fallback = DefaultFallback
+	}
+	if r := o.Retrieval; r != nil {
+		if r.Tools == nil || r.K < 0 {
+			return o, fmt.Errorf("%w: Retrieval needs a ToolRetriever and a K that is not negative (got %d)", ErrInvalidOptions, r.K)
+		}
+		c := *r
+		if c.K == 0 {
+			c.K = 5
+		}
+		if c.SearchToolName == "" {
+			c.SearchToolName = DefaultSearchToolName
+		}
+		o.Retrieval = &c
 	}
 	return o, nil
 }
@@ -251,6 +306,13 @@ func NewAgent(model llm.ChatModel, tools *tool.Registry, opts Options) (*Agent, 
 	}
 	if tools == nil {
 		tools, _ = tool.NewRegistry()
+	}
+	if r := o.Retrieval; r != nil && !r.NoSearchTool {
+		// The tool node must run the search tool; the caller's registry
+		// is extended, not changed.
+		if tools, err = tools.Extend(searchTool(r, tools)); err != nil {
+			return nil, fmt.Errorf("%w: the search tool: %w", ErrInvalidOptions, err)
+		}
 	}
 	return &Agent{a: &agent{model: model, tools: tools, opts: o}}, nil
 }
@@ -348,11 +410,12 @@ func shouldContinue(_ context.Context, s graph.State) (graph.Route, error) {
 // DefaultFallback answers with the reason and the observations gathered.
 func DefaultFallback(_ context.Context, f Failure) string {
 	why := map[StopReason]string{
-		StopTimeout:    "it took too long",
-		StopToolErrors: "the tools I needed kept failing",
-		StopParseError: "I could not form a valid plan",
-		StopModelError: "the language model failed",
-		StopMaxSteps:   "I ran out of steps",
+		StopTimeout:        "it took too long",
+		StopToolErrors:     "the tools I needed kept failing",
+		StopParseError:     "I could not form a valid plan",
+		StopModelError:     "the language model failed",
+		StopMaxSteps:       "I ran out of steps",
+		StopRetrievalError: "I could not look up the tools I needed",
 	}[f.Reason]
 	if why == "" {
 		why = string(f.Reason)
