@@ -12,10 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/weftlabs/weft/embed"
+	"github.com/weftlabs/weft/internal/pgtest"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
 	"github.com/weftlabs/weft/memory"
 	"github.com/weftlabs/weft/store"
+	"github.com/weftlabs/weft/store/postgres"
 	"github.com/weftlabs/weft/store/sqlite"
 )
 
@@ -210,40 +212,57 @@ func TestFailingExtractionWritesNothing(t *testing.T) {
 	}
 }
 
+// Memories survive a restart on both durable backends.
 func TestMemoriesSurviveReopen(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "memory.db")
-	st, err := sqlite.Open(ctx, path, storeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := scripted.New(llm.AI("", llm.ToolCall{Name: "memory_operations", Args: json.RawMessage(`{"operations":[{"op":"insert","content":{"category":"preference","content":"Answers should be in Korean"}}]}`)}))
-	m, err := memory.NewManager[memory.Fact](model, st, memory.ManagerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Extract(ctx, "u1", conversation); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	for name, open := range map[string]func(t *testing.T) func() (*store.Store, error){
+		"sqlite": func(t *testing.T) func() (*store.Store, error) {
+			path := filepath.Join(t.TempDir(), "memory.db")
+			return func() (*store.Store, error) { return sqlite.Open(context.Background(), path, storeConfig()) }
+		},
+		"postgres": func(t *testing.T) func() (*store.Store, error) {
+			url := pgtest.NewDatabase(t, "weft_memory_test_")
+			return func() (*store.Store, error) { return postgres.Open(context.Background(), url, storeConfig()) }
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			reopen := open(t)
+			st, err := reopen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := scripted.New(llm.AI("", llm.ToolCall{Name: "memory_operations", Args: json.RawMessage(`{"operations":[{"op":"insert","content":{"category":"preference","content":"Answers should be in Korean"}}]}`)}))
+			m, err := memory.NewManager[memory.Fact](model, st, memory.ManagerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Extract(ctx, "u1", conversation); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
 
-	st, err = sqlite.Open(ctx, path, storeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m, err = memory.NewManager[memory.Fact](scripted.New(), st, memory.ManagerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := m.Search(ctx, "u1", "which language should answers be in", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || got[0].Content.Content != "Answers should be in Korean" || got[0].Score <= 0 {
-		t.Errorf("after reopen: %+v", got)
+			st, err = reopen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			m, err = memory.NewManager[memory.Fact](scripted.New(), st, memory.ManagerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Search(ctx, "u1", "which language should answers be in", 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Content.Content != "Answers should be in Korean" || got[0].Score <= 0 {
+				t.Errorf("after reopen: %+v", got)
+			}
+			if other, err := m.Search(ctx, "u2", "which language should answers be in", 3); err != nil || len(other) != 0 {
+				t.Errorf("another user after reopen: %+v, %v", other, err)
+			}
+		})
 	}
 }
 
