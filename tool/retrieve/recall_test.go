@@ -11,7 +11,7 @@ import (
 )
 
 // recallFloor is the recall@5 the offline lexical embedder must keep on
-// testdata (measured 0.655 when it was set; docs/tools.md has the table).
+// testdata (measured 0.655 when it was set; docs/tool-retrieval.md has the table).
 // It is far from the 0.9 target: most misses are requests worded with no
 // word of the tool's description ("file a bug" for create_issue, Korean
 // requests for English-described tools), which only a semantic embedder
@@ -72,10 +72,10 @@ func TestRecallOpenAI(t *testing.T) {
 }
 
 // TestRecallTable prints the recall@5 of each ranking variant measured for
-// docs/tools.md (WEFT_RECALL_TABLE=1 go test -run TestRecallTable -v).
+// docs/tool-retrieval.md (WEFT_RECALL_TABLE=1 go test -run TestRecallTable -v).
 func TestRecallTable(t *testing.T) {
 	if os.Getenv("WEFT_RECALL_TABLE") == "" {
-		t.Skip("set WEFT_RECALL_TABLE=1 to print the table of docs/tools.md")
+		t.Skip("set WEFT_RECALL_TABLE=1 to print the table of docs/tool-retrieval.md")
 	}
 	specs := loadCatalog(t)
 	qs := loadQueries(t)

@@ -48,7 +48,7 @@ const (
 	DefaultBoostWeight   = 0.3
 	DefaultAvoidFailures = 3
 	// DefaultKeywordWeight is the keyword score's share of the hybrid
-	// score; docs/tools.md shows how it was chosen.
+	// score; docs/tool-retrieval.md shows how it was chosen.
 	DefaultKeywordWeight = 0.3
 )
 
