@@ -41,6 +41,33 @@ func Arguments(params json.RawMessage) ([]json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tooltest: resolving the schema: %w", err)
 	}
+	objs, err := objects(&s)
+	if err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	seen := map[string]bool{}
+	for _, args := range objs {
+		if err := whole.Validate(args); err != nil {
+			return nil, fmt.Errorf("tooltest: generated arguments the schema rejects: %w", err)
+		}
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[string(b)] {
+			seen[string(b)] = true
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// objects returns the sample objects of an object schema: the required
+// properties alone, with each of them at each of its sample values in
+// turn (the others at their first), then each optional property added at
+// each of its samples. Nested objects are sampled the same way.
+func objects(s *jsonschema.Schema) ([]map[string]any, error) {
 	names := slices.Clone(s.PropertyOrder)
 	for name := range s.Properties {
 		if !slices.Contains(names, name) {
@@ -67,25 +94,7 @@ func Arguments(params json.RawMessage) ([]json.RawMessage, error) {
 		}
 		base[name] = vs[0]
 	}
-	var out []json.RawMessage
-	seen := map[string]bool{}
-	add := func(args map[string]any) error {
-		if err := whole.Validate(args); err != nil {
-			return fmt.Errorf("tooltest: generated arguments the schema rejects: %w", err)
-		}
-		b, err := json.Marshal(args)
-		if err != nil {
-			return err
-		}
-		if !seen[string(b)] {
-			seen[string(b)] = true
-			out = append(out, b)
-		}
-		return nil
-	}
-	if err := add(base); err != nil {
-		return nil, err
-	}
+	out := []map[string]any{base}
 	for _, name := range names {
 		for _, v := range samples[name] {
 			args := make(map[string]any, len(base)+1)
@@ -93,9 +102,7 @@ func Arguments(params json.RawMessage) ([]json.RawMessage, error) {
 				args[k] = bv
 			}
 			args[name] = v
-			if err := add(args); err != nil {
-				return nil, err
-			}
+			out = append(out, args)
 		}
 	}
 	return out, nil
@@ -180,6 +187,16 @@ func candidates(t string, p *jsonschema.Schema) ([]any, error) {
 		return out, nil
 	case "array":
 		return arrays(p)
+	case "object":
+		objs, err := objects(p)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(objs))
+		for i, o := range objs {
+			out[i] = o
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("%w: type %q", ErrUnsupported, t)
 }

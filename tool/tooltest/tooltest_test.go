@@ -48,3 +48,33 @@ func TestArgumentsRejectsNonObjects(t *testing.T) {
 		t.Error("a string schema was accepted")
 	}
 }
+
+func TestArgumentsSampleNestedObjects(t *testing.T) {
+	schema := `{"type":"object","required":["content"],"properties":{
+		"id":{"type":"string"},
+		"content":{"type":"object","required":["text"],"additionalProperties":false,"properties":{
+			"text":{"type":"string","pattern":"\\S"},
+			"kind":{"type":"string","enum":["fact","preference"]}}}}}`
+	all, err := tooltest.Arguments(json.RawMessage(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, a := range all {
+		var m struct {
+			Content map[string]any `json:"content"`
+		}
+		if err := json.Unmarshal(a, &m); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := m.Content["text"].(string); strings.TrimSpace(s) == "" {
+			t.Errorf("%s: the nested required text is missing or blank", a)
+		}
+		seen = append(seen, string(a))
+	}
+	for _, want := range []string{`"kind":"fact"`, `"kind":"preference"`, `"id":""`} {
+		if !slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("no argument set with %s in %q", want, seen)
+		}
+	}
+}
