@@ -488,6 +488,20 @@ func (m *Manager[T]) Put(ctx context.Context, user, id string, c T) (got string,
 	return id, created, nil
 }
 
+// find returns the id of user's stored memory whose text is c's (ignoring
+// case and spacing), or ErrNotFound.
+func (m *Manager[T]) find(ctx context.Context, user string, c T) (string, error) {
+	ns, err := Namespace(user, m.opts.Kind)
+	if err != nil {
+		return "", err
+	}
+	id, err := m.findByHash(ctx, ns, digest(normalize(c.Text())))
+	if err == nil && id == "" {
+		err = fmt.Errorf("%w: no %s memory of user %q says %q", ErrNotFound, m.opts.Kind, user, clip(c.Text(), 80))
+	}
+	return id, err
+}
+
 // Delete removes user's memory id; it fails with ErrNotFound when there is
 // none, so that a model deleting by a wrong id hears of it.
 func (m *Manager[T]) Delete(ctx context.Context, user, id string) error {

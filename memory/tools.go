@@ -39,23 +39,27 @@ func (o ToolOptions) user(ctx context.Context) (string, error) {
 }
 
 type manageArgs[T Content] struct {
-	Action  string `json:"action" jsonschema:"create a new memory, update one (by id) or delete one (by id)"`
-	ID      string `json:"id,omitempty" jsonschema:"the memory's id, for update and delete (from search results)"`
-	Content *T     `json:"content,omitempty" jsonschema:"the memory, for create and update"`
+	ID      string `json:"id,omitempty" jsonschema:"the id of the memory to update or delete, from search results; leave it out to create a memory"`
+	Content T      `json:"content" jsonschema:"the memory to store; for a delete without an id, the memory to forget"`
+	Delete  bool   `json:"delete,omitempty" jsonschema:"true to delete the memory with this id, or without an id the stored memory that says what content says"`
 }
 
 // ManageResult is what ManageTool answers.
 type ManageResult struct {
+	// Action is what was done: "created", "updated" or "deleted"; a
+	// create of a memory already stored is "unchanged".
 	Action string `json:"action"`
 	ID     string `json:"id"`
-	// Note explains a create that found the memory already stored.
-	Note string `json:"note,omitempty"`
 }
 
 // ManageTool returns a tool with which an agent creates, updates and
 // deletes the user's memories of m's kind (LangMem's manage_memory,
-// document 004's write_memory). A create that repeats a stored memory
-// answers with that memory's id instead of storing a duplicate.
+// document 004's write_memory): {"content"} creates a memory (answering
+// with the stored one's id, "unchanged", when it repeats one), {"id",
+// "content"} updates one, {"id", "delete": true} deletes one (content is
+// required by the schema and then ignored), and
+// {"content", "delete": true} deletes the memory that says the same. An id
+// the user has no memory under is a NOT_FOUND tool error.
 func ManageTool[T Content](m *Manager[T], opts ToolOptions) *tool.Tool {
 	name := cmp.Or(opts.Name, "manage_memory")
 	desc := cmp.Or(opts.Description, fmt.Sprintf("Create, update or delete %s memories about the user that carry over to future conversations. "+
@@ -66,51 +70,60 @@ func ManageTool[T Content](m *Manager[T], opts ToolOptions) *tool.Tool {
 		if err != nil {
 			return ManageResult{}, err
 		}
-		switch in.Action {
-		case "create", "update":
-			if in.Content == nil {
-				return ManageResult{}, &tool.Error{Code: tool.CodeInvalidArgs, Message: in.Action + " needs content"}
+		switch {
+		case in.Delete && in.ID == "":
+			id, err := m.find(ctx, user, in.Content)
+			if err == nil {
+				err = m.Delete(ctx, user, id)
 			}
-			id := ""
-			if in.Action == "update" {
-				if id = in.ID; id == "" {
-					return ManageResult{}, &tool.Error{Code: tool.CodeInvalidArgs, Message: "update needs the id of the memory"}
-				}
-			} else if in.ID != "" {
-				return ManageResult{}, &tool.Error{Code: tool.CodeInvalidArgs, Message: "create takes no id; use update to change a memory"}
-			}
-			got, created, err := m.Put(ctx, user, id, *in.Content)
 			if err != nil {
 				return ManageResult{}, toolError(err)
 			}
-			res := ManageResult{Action: in.Action, ID: got}
-			if in.Action == "create" && !created {
-				res.Note = "already remembered; nothing was added"
-			}
-			return res, nil
-		case "delete":
-			if in.ID == "" {
-				return ManageResult{}, &tool.Error{Code: tool.CodeInvalidArgs, Message: "delete needs the id of the memory"}
-			}
+			return ManageResult{Action: "deleted", ID: id}, nil
+		case in.Delete:
 			if err := m.Delete(ctx, user, in.ID); err != nil {
 				return ManageResult{}, toolError(err)
 			}
-			return ManageResult{Action: "delete", ID: in.ID}, nil
+			return ManageResult{Action: "deleted", ID: in.ID}, nil
 		}
-		return ManageResult{}, &tool.Error{Code: tool.CodeInvalidArgs, Message: fmt.Sprintf("unknown action %q; expected create, update or delete", in.Action)}
-	}, tool.Options{Schema: func(s *jsonschema.Schema) {
-		s.Properties["action"].Enum = []any{"create", "update", "delete"}
-	}})
+		got, created, err := m.Put(ctx, user, in.ID, in.Content)
+		switch {
+		case err != nil:
+			return ManageResult{}, toolError(err)
+		case in.ID != "":
+			return ManageResult{Action: "updated", ID: got}, nil
+		case !created:
+			return ManageResult{Action: "unchanged", ID: got}, nil
+		}
+		return ManageResult{Action: "created", ID: got}, nil
+	}, tool.Options{Schema: nonBlankContent})
+}
+
+// nonBlankContent makes the schema say what Put enforces: a memory's
+// required text fields may not be blank.
+func nonBlankContent(s *jsonschema.Schema) {
+	c := s.Properties["content"]
+	if c == nil {
+		return
+	}
+	for _, name := range c.Required {
+		if p := c.Properties[name]; p != nil && p.Type == "string" {
+			p.Pattern = `\S`
+		}
+	}
 }
 
 // toolError gives a not-found memory the envelope's NOT_FOUND code, so the
 // model can tell a wrong id from a failure.
 func toolError(err error) error {
 	if errors.Is(err, ErrNotFound) {
-		return &tool.Error{Code: "NOT_FOUND", Message: "no memory has this id; search first to find it", Err: err}
+		return &tool.Error{Code: CodeNotFound, Message: "no such memory; search first to find its id", Err: err}
 	}
 	return err
 }
+
+// CodeNotFound is the tool error code of a memory that does not exist.
+const CodeNotFound = "NOT_FOUND"
 
 type searchArgs struct {
 	Query string `json:"query" jsonschema:"what to recall, in a few words"`

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/tool"
 )
@@ -39,7 +41,7 @@ func searchTool(r *Retrieval, reg *tool.Registry) *tool.Tool {
 				}
 			}
 			return found, nil
-		})
+		}, tool.Options{Schema: func(s *jsonschema.Schema) { s.Properties["query"].Pattern = `\S` }})
 }
 
 func user(ctx context.Context, r *Retrieval) string {
