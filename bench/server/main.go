@@ -201,8 +201,9 @@ func splitList(s string) []string {
 }
 
 // newHTTPClient returns a client whose transport keeps up to idle
-// connections alive to the server and dials from sources in turn, if any.
-func newHTTPClient(idle int, sources []net.IP) *http.Client {
+// connections alive to the server, gives each connection read and write
+// buffers of bufSize bytes, and dials from sources in turn, if any.
+func newHTTPClient(idle, bufSize int, sources []net.IP) *http.Client {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	dial := d.DialContext
 	if len(sources) > 0 {
@@ -220,8 +221,8 @@ func newHTTPClient(idle int, sources []net.IP) *http.Client {
 		MaxIdleConnsPerHost: idle,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
-		WriteBufferSize:     8 << 10,
-		ReadBufferSize:      8 << 10,
+		WriteBufferSize:     bufSize,
+		ReadBufferSize:      bufSize,
 	}}
 }
 
@@ -298,7 +299,7 @@ func loadRuns(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "server: %v\n", err)
 		return 1
 	}
-	hc := newHTTPClient(cfg.clients+16, cfg.sourceAddrs)
+	hc := newHTTPClient(cfg.clients+16, 8<<10, cfg.sourceAddrs)
 	defer hc.CloseIdleConnections()
 
 	sampler := newRSSSampler(cfg.pids)

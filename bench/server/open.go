@@ -54,7 +54,8 @@ func openStreams(ctx context.Context, cfg config, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "server: %v\n", err)
 		return 1
 	}
-	hc := newHTTPClient(cfg.parallel+16, cfg.sourceAddrs)
+	// Small buffers: thousands of connections mostly sit idle.
+	hc := newHTTPClient(cfg.parallel+16, 2<<10, cfg.sourceAddrs)
 	defer hc.CloseIdleConnections()
 	sampler := newRSSSampler(cfg.pids)
 	out := openResult{URL: cfg.url, Mode: "open-streams", Streams: n, FileLimit: fileLimit(), LoadAvgBefore: loadAvg()}
@@ -191,7 +192,7 @@ func holdStream(ctx context.Context, hc *http.Client, cfg config, tid string, bo
 	if resp.StatusCode != http.StatusOK {
 		return statusError("POST /threads/{id}/runs/stream", resp)
 	}
-	sse := newSSEReader(resp.Body, 4<<10)
+	sse := newSSEReader(resp.Body, 2<<10)
 	gotValues := false
 	for {
 		err := sse.next()

@@ -36,16 +36,19 @@ func pgidOf(pid int) (int, bool) {
 }
 
 // groupPIDs returns roots and every process sharing a process group with
-// one of them.
+// one of them, except a group the generator is in itself: a server started
+// in the background of a script shares the script's group, which holds the
+// generator too, so then only the root counts.
 func groupPIDs(roots []int) []int {
 	if len(roots) == 0 {
 		return nil
 	}
+	own, _ := pgidOf(os.Getpid())
 	groups := map[int]bool{}
 	seen := map[int]bool{}
 	var pids []int
 	for _, r := range roots {
-		if g, ok := pgidOf(r); ok {
+		if g, ok := pgidOf(r); ok && g != own {
 			groups[g] = true
 		}
 		if !seen[r] {
