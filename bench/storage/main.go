@@ -30,7 +30,7 @@
 //
 // Usage:
 //
-//	go run ./bench/storage [--turns 200,1000] [--backends sqlite,postgres] [--postgres URL]
+//	go run ./bench/storage [--turns 200,1000] [--backends sqlite,postgres] [--postgres URL] [--keep]
 //
 // PostgreSQL runs on a database the command creates and drops on the server
 // at --postgres (default: $WEFT_DATABASE_URL, else
@@ -94,6 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	turnsFlag := fs.String("turns", "200,1000", "comma-separated thread lengths, in turns")
 	backendsFlag := fs.String("backends", "sqlite,postgres", "comma-separated savers to measure: sqlite, postgres")
 	pgURL := fs.String("postgres", defaultPostgres(), "PostgreSQL server to create the benchmark database on")
+	keep := fs.Bool("keep", false, "leave each run's database (SQLite file or PostgreSQL database) in place, for inspection, and print where it is")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -118,9 +119,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			)
 			switch backend {
 			case "sqlite":
-				d, disk, cleanup, err = openSQLite(ctx)
+				d, disk, cleanup, err = openSQLite(ctx, *keep, stderr)
 			case "postgres":
-				d, disk, cleanup, err = openPostgres(ctx, *pgURL)
+				d, disk, cleanup, err = openPostgres(ctx, *pgURL, *keep, stderr)
 				if err != nil {
 					fmt.Fprintf(stderr, "storage: skipping postgres: %v\n", err)
 					continue
@@ -162,7 +163,7 @@ type statser interface {
 // where it goes: bytes by table and index.
 type diskSizer func(ctx context.Context) (int64, map[string]int64, error)
 
-func openSQLite(ctx context.Context) (checkpoint.Driver, diskSizer, func(), error) {
+func openSQLite(ctx context.Context, keep bool, stderr io.Writer) (checkpoint.Driver, diskSizer, func(), error) {
 	dir, err := os.MkdirTemp("", "weft-bench-storage-")
 	if err != nil {
 		return nil, nil, nil, err
@@ -173,7 +174,15 @@ func openSQLite(ctx context.Context) (checkpoint.Driver, diskSizer, func(), erro
 		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
-	return d, func(ctx context.Context) (int64, map[string]int64, error) { return sqliteDiskBytes(ctx, path) }, func() { d.Close(); os.RemoveAll(dir) }, nil
+	cleanup := func() {
+		d.Close()
+		if keep {
+			fmt.Fprintf(stderr, "storage: kept the database %s\n", path)
+			return
+		}
+		os.RemoveAll(dir)
+	}
+	return d, func(ctx context.Context) (int64, map[string]int64, error) { return sqliteDiskBytes(ctx, path) }, cleanup, nil
 }
 
 // sqliteDiskBytes moves the WAL's pages into the database file, through a
@@ -236,7 +245,10 @@ func sqliteDiskBytes(ctx context.Context, path string) (int64, map[string]int64,
 }
 
 // postgresDiskBytes sums pg_total_relation_size (table, TOAST, indexes)
-// over weft's tables in the database at dbURL.
+// over weft's tables in the database at dbURL. The breakdown names each
+// table's heap, its TOAST table (with the TOAST index), each index, and
+// the dead tuples the statistics collector counts, which only a vacuum
+// makes reusable.
 func postgresDiskBytes(ctx context.Context, dbURL string) (int64, map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -245,8 +257,17 @@ func postgresDiskBytes(ctx context.Context, dbURL string) (int64, map[string]int
 		return 0, nil, err
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, `SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid)
+	// The counters of the statistics collector lag the writes a little;
+	// this makes the backend read them afresh.
+	if _, err := conn.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+		return 0, nil, err
+	}
+	rows, err := conn.Query(ctx, `SELECT c.relname, pg_total_relation_size(c.oid), pg_relation_size(c.oid),
+		COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0),
+		COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0),
+		COALESCE((SELECT json_object_agg(i.relname, pg_relation_size(i.oid)) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = c.oid), '{}')
 		FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+		LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
 		WHERE c.relkind = 'r' AND c.relname LIKE 'weft\_%' AND ns.nspname = current_schema()`)
 	if err != nil {
 		return 0, nil, err
@@ -256,20 +277,25 @@ func postgresDiskBytes(ctx context.Context, dbURL string) (int64, map[string]int
 	by := map[string]int64{}
 	for rows.Next() {
 		var name string
-		var table, indexes int64
-		if err := rows.Scan(&name, &table, &indexes); err != nil {
+		var total, heap, toast, live, dead int64
+		var indexes map[string]int64
+		if err := rows.Scan(&name, &total, &heap, &toast, &live, &dead, &indexes); err != nil {
 			return 0, nil, err
 		}
-		// pg_total_relation_size is the sum of the two.
-		by[name] = table
-		by[name+" indexes"] = indexes
-		n += table + indexes
+		by[name] = heap
+		by[name+" toast"] = toast
+		for idx, size := range indexes {
+			by[name+" index "+idx] = size
+		}
+		by[name+" live tuples"] = live
+		by[name+" dead tuples"] = dead
+		n += total
 	}
 	return n, by, rows.Err()
 }
 
 // openPostgres creates a database for the run on the server at admin.
-func openPostgres(ctx context.Context, admin string) (checkpoint.Driver, diskSizer, func(), error) {
+func openPostgres(ctx context.Context, admin string, keep bool, stderr io.Writer) (checkpoint.Driver, diskSizer, func(), error) {
 	conn, err := pgtest.Connect(ctx, admin)
 	if err != nil {
 		return nil, nil, nil, err
@@ -300,7 +326,15 @@ func openPostgres(ctx context.Context, admin string) (checkpoint.Driver, diskSiz
 		return nil, nil, nil, err
 	}
 	dbURL := u.String()
-	return d, func(ctx context.Context) (int64, map[string]int64, error) { return postgresDiskBytes(ctx, dbURL) }, func() { d.Close(); drop() }, nil
+	cleanup := func() {
+		d.Close()
+		if keep {
+			fmt.Fprintf(stderr, "storage: kept the database %s\n", dbURL)
+			return
+		}
+		drop()
+	}
+	return d, func(ctx context.Context) (int64, map[string]int64, error) { return postgresDiskBytes(ctx, dbURL) }, cleanup, nil
 }
 
 // timed measures the time of every Put, and counts what a whole-value
@@ -412,7 +446,7 @@ func measure(ctx context.Context, backend string, d checkpoint.Driver, disk disk
 	tb, _ := json.Marshal(stats.TableBytes)
 	fmt.Fprintf(stderr, "storage: %s %d turns: bytes by table (thread id column excluded, %d bytes): %s\n", backend, turns, stats.ThreadIDBytes, tb)
 	db, _ := json.Marshal(diskBy)
-	fmt.Fprintf(stderr, "storage: %s %d turns: bytes on disk: %s\n", backend, turns, db)
+	fmt.Fprintf(stderr, "storage: %s %d turns: on disk (bytes, and tuple counts where named): %s\n", backend, turns, db)
 	return res, nil
 }
 
