@@ -196,6 +196,8 @@ type Driver interface {
 	// and returns an error wrapping ErrLeaseLost.
 	PutWrites(ctx context.Context, cfg Config, taskID string, writes []PendingWrite) error
 	// DeleteThread removes every checkpoint, blob and write of a thread.
+	// Like every operation on a whole thread (ThreadDriver), it is fenced
+	// as Put is, by FenceOwner of the thread.
 	DeleteThread(ctx context.Context, threadID string) error
 	ThreadDriver
 	LeaseDriver
@@ -291,14 +293,12 @@ func (s *Saver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metada
 			}
 		}
 	}
-	ctx, l, err := s.fence(ctx, cfg.ThreadID)
+	ctx, ls, err := s.fence(ctx, cfg.ThreadID)
 	if err != nil {
 		return Config{}, err
 	}
 	out, err := s.d.Put(ctx, cfg, cp, meta, blobs)
-	if l != nil && errors.Is(err, ErrLeaseLost) {
-		l.markLost(err)
-	}
+	noteLost(ls, err)
 	return out, err
 }
 
@@ -324,23 +324,29 @@ func (s *Saver) PutWrites(ctx context.Context, cfg Config, taskID string, writes
 			return err
 		}
 	}
-	ctx, l, err := s.fence(ctx, cfg.ThreadID)
+	ctx, ls, err := s.fence(ctx, cfg.ThreadID)
 	if err != nil {
 		return err
 	}
 	err = s.d.PutWrites(ctx, cfg, taskID, writes)
-	if l != nil && errors.Is(err, ErrLeaseLost) {
-		l.markLost(err)
-	}
+	noteLost(ls, err)
 	return err
 }
 
-// DeleteThread removes everything stored for a thread.
+// DeleteThread removes everything stored for a thread. Like CopyThread,
+// Prune and Rewind, it owns the thread while it runs (see Thread
+// ownership in docs/persistence.md): when another run holds the thread's
+// lease it fails with a *BusyError (errors.Is ErrThreadBusy), unless ctx
+// carries that lease (WithLease), which then fences it as it fences Put.
 func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := needThread("delete thread", threadID); err != nil {
 		return err
 	}
-	return s.d.DeleteThread(ctx, threadID)
+	ctx, done, err := s.own(ctx, "delete thread", threadID)
+	if err != nil {
+		return err
+	}
+	return done(s.d.DeleteThread(ctx, threadID))
 }
 
 // NewID returns a new time-ordered checkpoint id: ids compare as strings in
@@ -478,7 +484,11 @@ type PruneOptions struct {
 	Before time.Time
 }
 
-// ThreadDriver is the part of Driver that manages whole threads.
+// ThreadDriver is the part of Driver that manages whole threads. Every
+// method that changes a thread is fenced, as Put is, by FenceOwner of each
+// thread it changes: in its transaction the driver checks that the lease
+// still names that owner, and otherwise changes nothing and returns an
+// error wrapping ErrLeaseLost.
 type ThreadDriver interface {
 	// ListThreads yields threads newest first (by their newest root
 	// checkpoint), with the metadata of that checkpoint.
@@ -491,6 +501,15 @@ type ThreadDriver interface {
 	// how many checkpoints it deleted. Kept checkpoints read back exactly as
 	// before.
 	Prune(ctx context.Context, threadID string, opts PruneOptions) (int, error)
+	// Rewind deletes every checkpoint of the thread, in every namespace,
+	// whose id is greater than checkpointID (all of them when it is
+	// empty), with their pending writes and every stored value no kept
+	// checkpoint needs, and returns how many checkpoints it deleted. A
+	// non-empty checkpointID must name a checkpoint of the root namespace
+	// (ErrNotFound otherwise, with nothing deleted). Kept checkpoints read
+	// back exactly as before, and the thread goes on from them as if the
+	// deleted ones had never been written.
+	Rewind(ctx context.Context, threadID, checkpointID string) (int, error)
 }
 
 // ListThreads yields the threads that have checkpoints, most recently
@@ -506,7 +525,9 @@ func (s *Saver) ListThreads(ctx context.Context, filter ThreadFilter) iter.Seq2[
 
 // CopyThread copies thread from, with its whole history, to thread to. It
 // returns ErrNotFound if from has no checkpoint and ErrInvalid if to already
-// has one.
+// has one. It owns both threads while it runs, as DeleteThread does: it
+// fails with a *BusyError when another run holds either, unless ctx
+// carries that lease.
 func (s *Saver) CopyThread(ctx context.Context, from, to string) error {
 	if err := needThread("copy thread", from); err != nil {
 		return err
@@ -517,11 +538,22 @@ func (s *Saver) CopyThread(ctx context.Context, from, to string) error {
 	if from == to {
 		return fmt.Errorf("%w: copy thread: source and destination are both %q", ErrInvalid, from)
 	}
-	return s.d.CopyThread(ctx, from, to)
+	// Both threads are owned, in one order, so that two copies between
+	// the same threads cannot each hold one.
+	a, b := from, to
+	if b < a {
+		a, b = b, a
+	}
+	ctx, done, err := s.own(ctx, "copy thread", a, b)
+	if err != nil {
+		return err
+	}
+	return done(s.d.CopyThread(ctx, from, to))
 }
 
 // Prune deletes old checkpoints of a thread, as opts says, and returns how
 // many it deleted. The checkpoints it keeps read back exactly as before.
+// It owns the thread while it runs, as DeleteThread does.
 func (s *Saver) Prune(ctx context.Context, threadID string, opts PruneOptions) (int, error) {
 	if err := needThread("prune", threadID); err != nil {
 		return 0, err
@@ -532,7 +564,39 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts PruneOptions) (
 	if opts.KeepLatest == 0 && opts.Before.IsZero() {
 		return 0, fmt.Errorf("%w: prune needs KeepLatest or Before; with neither it would keep everything", ErrInvalid)
 	}
-	return s.d.Prune(ctx, threadID, opts)
+	ctx, done, err := s.own(ctx, "prune", threadID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.d.Prune(ctx, threadID, opts)
+	return n, done(err)
+}
+
+// Rewind takes a thread back to checkpoint checkpointID of its root
+// graph: it deletes every checkpoint made after it (ids are time-ordered),
+// in every namespace, so subgraph checkpoints too, with their pending
+// writes and the stored values no kept checkpoint needs, and returns how
+// many checkpoints it deleted. An empty checkpointID deletes every
+// checkpoint of the thread (for a run on a thread that had none). The
+// kept checkpoints read back exactly as before, and the next run goes on
+// from checkpointID. A checkpointID the thread's root graph does not have
+// is ErrNotFound, and nothing is deleted.
+//
+// It is what a server's "rollback" strategy and the cancelling of a run
+// with rollback call, holding the thread's lease in ctx (WithLease), which
+// fences it as it fences Put. Without that lease it owns the thread while
+// it runs, as DeleteThread does: it fails with a *BusyError when another
+// run holds it.
+func (s *Saver) Rewind(ctx context.Context, threadID, checkpointID string) (int, error) {
+	if err := needThread("rewind", threadID); err != nil {
+		return 0, err
+	}
+	ctx, done, err := s.own(ctx, "rewind", threadID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.d.Rewind(ctx, threadID, checkpointID)
+	return n, done(err)
 }
 
 // PruneKeeps reports which of a namespace's checkpoints opts keeps. ids and

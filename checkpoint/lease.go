@@ -98,50 +98,142 @@ type LeaseDriver interface {
 	RequestLeaseCancel(ctx context.Context, threadID string) (bool, error)
 }
 
-// leaseKey is the context key of the lease that fences writes.
+// leaseKey is the context key of the leases that fence writes: a
+// *leaseList, newest first.
 type leaseKey struct{}
 
-// WithLease returns a context whose Put and PutWrites calls on l's saver
-// and thread are fenced by l: they store nothing and fail with
-// ErrLeaseLost once l is no longer held. The graph runtime does this for
-// its runs; callers writing through the Saver directly may too.
-func WithLease(ctx context.Context, l *Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
+type leaseList struct {
+	l    *Lease
+	next *leaseList
 }
 
-// LeaseFromContext returns the lease WithLease attached, or nil.
+// fenceKey is the context key of the owners a Saver call is fenced by (a
+// fenceSet), set by the Saver for its driver.
+type fenceKey struct{}
+
+// fenceSet maps a thread id to the owner token its writes are fenced with.
+type fenceSet map[string]string
+
+// WithLease returns a context whose writes on l's saver and thread are
+// fenced by l: Put, PutWrites and the whole-thread operations (CopyThread,
+// DeleteThread, Prune, Rewind) store nothing and fail with ErrLeaseLost
+// once l is no longer held. The graph runtime does this for its runs;
+// callers writing through the Saver directly may too. Leases of several
+// threads may be attached in turn; for a thread, the last one attached
+// counts. A nil l detaches every lease.
+func WithLease(ctx context.Context, l *Lease) context.Context {
+	if l == nil {
+		return context.WithValue(ctx, leaseKey{}, (*leaseList)(nil))
+	}
+	next, _ := ctx.Value(leaseKey{}).(*leaseList)
+	return context.WithValue(ctx, leaseKey{}, &leaseList{l: l, next: next})
+}
+
+// LeaseFromContext returns the lease WithLease attached last, or nil.
 func LeaseFromContext(ctx context.Context) *Lease {
-	l, _ := ctx.Value(leaseKey{}).(*Lease)
-	return l
+	if ll, _ := ctx.Value(leaseKey{}).(*leaseList); ll != nil {
+		return ll.l
+	}
+	return nil
+}
+
+// leaseFor returns the lease of ctx for s and threadID, or nil.
+func (s *Saver) leaseFor(ctx context.Context, threadID string) *Lease {
+	for ll, _ := ctx.Value(leaseKey{}).(*leaseList); ll != nil; ll = ll.next {
+		if ll.l.s == s && ll.l.thread == threadID {
+			return ll.l
+		}
+	}
+	return nil
 }
 
 // FenceOwner returns the owner token writes to threadID must be fenced
-// with: that of the context's lease, when it is for this thread. Drivers
-// call it in Put and PutWrites and, when ok, check inside the write's
-// transaction that the lease still names owner.
+// with: that of the context's lease for this thread. Drivers call it in
+// every write (Put, PutWrites and the whole-thread operations) and, when
+// ok, check inside the write's transaction that the lease still names
+// owner.
 func FenceOwner(ctx context.Context, threadID string) (owner string, ok bool) {
-	l := LeaseFromContext(ctx)
-	if l == nil || l.thread != threadID {
-		return "", false
+	if fs, isSet := ctx.Value(fenceKey{}).(fenceSet); isSet {
+		owner, ok = fs[threadID]
+		return owner, ok
 	}
-	return l.owner, true
+	// A driver called directly, not through a Saver.
+	for ll, _ := ctx.Value(leaseKey{}).(*leaseList); ll != nil; ll = ll.next {
+		if ll.l.thread == threadID {
+			return ll.l.owner, true
+		}
+	}
+	return "", false
 }
 
-// fence prepares a write to cfg's thread: it drops a lease that belongs to
-// another saver or thread from ctx, and refuses the write at once when the
-// lease is known to be lost.
-func (s *Saver) fence(ctx context.Context, threadID string) (context.Context, *Lease, error) {
-	l := LeaseFromContext(ctx)
-	if l == nil {
-		return ctx, nil, nil
+// fence prepares a write to the given threads: the driver sees only the
+// leases of this saver for them (FenceOwner), and the write is refused at
+// once when one of them is known to be lost. It returns those leases.
+func (s *Saver) fence(ctx context.Context, threadIDs ...string) (context.Context, []*Lease, error) {
+	var ls []*Lease
+	fs := fenceSet{}
+	for _, th := range threadIDs {
+		l := s.leaseFor(ctx, th)
+		if l == nil {
+			continue
+		}
+		if err := l.lost(); err != nil {
+			return ctx, nil, err
+		}
+		ls = append(ls, l)
+		fs[th] = l.owner
 	}
-	if l.s != s || l.thread != threadID {
-		return context.WithValue(ctx, leaseKey{}, (*Lease)(nil)), nil, nil
+	return context.WithValue(ctx, fenceKey{}, fs), ls, nil
+}
+
+// noteLost marks the leases lost when err says a fenced write found one
+// gone.
+func noteLost(ls []*Lease, err error) {
+	if !errors.Is(err, ErrLeaseLost) {
+		return
 	}
-	if err := l.lost(); err != nil {
-		return ctx, l, err
+	for _, l := range ls {
+		l.markLost(err)
 	}
-	return ctx, l, nil
+}
+
+// own makes a whole-thread operation the owner of its threads while it
+// runs: a thread whose lease ctx carries (WithLease) is fenced by it;
+// any other is taken for the operation at once, failing with a
+// *BusyError when another run holds it, and given back by done. done
+// also marks the leases lost when the operation's error says so, and
+// returns err.
+func (s *Saver) own(ctx context.Context, op string, threadIDs ...string) (context.Context, func(error) error, error) {
+	var taken []*Lease
+	release := func() {
+		for _, l := range taken {
+			// A failed release leaves the lease to expire; Release
+			// bounds its own wait.
+			_ = l.Release(context.WithoutCancel(ctx))
+		}
+	}
+	for _, th := range threadIDs {
+		if s.leaseFor(ctx, th) != nil {
+			continue
+		}
+		l, err := s.Acquire(ctx, th, LeaseOptions{RunID: op})
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		taken = append(taken, l)
+		ctx = WithLease(ctx, l)
+	}
+	ctx, ls, err := s.fence(ctx, threadIDs...)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return ctx, func(err error) error {
+		noteLost(ls, err)
+		release()
+		return err
+	}, nil
 }
 
 // LeaseOptions configures Saver.Acquire.

@@ -320,6 +320,9 @@ func (m *MemoryDriver) PutWrites(ctx context.Context, cfg Config, taskID string,
 func (m *MemoryDriver) DeleteThread(ctx context.Context, threadID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.fenceLocked(ctx, threadID); err != nil {
+		return err
+	}
 	delete(m.threads, threadID)
 	return nil
 }

@@ -58,6 +58,11 @@ func (m *MemoryDriver) ListThreads(ctx context.Context, filter ThreadFilter) ite
 func (m *MemoryDriver) CopyThread(ctx context.Context, from, to string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, th := range []string{from, to} {
+		if err := m.fenceLocked(ctx, th); err != nil {
+			return err
+		}
+	}
 	src := m.threads[from]
 	if src == nil || !src.hasCheckpoints() {
 		return fmt.Errorf("%w: thread %q has no checkpoint to copy", ErrNotFound, from)
@@ -102,20 +107,54 @@ func (t *memThread) hasCheckpoints() bool {
 
 // Prune implements Driver.
 func (m *MemoryDriver) Prune(ctx context.Context, threadID string, opts PruneOptions) (int, error) {
+	return m.dropCheckpoints(ctx, threadID, func(ns string, list []*memCheckpoint) []bool {
+		ids := make([]string, len(list))
+		times := make([]time.Time, len(list))
+		for i, c := range list {
+			ids[i], times[i] = c.cp.ID, c.cp.TS
+		}
+		return PruneKeeps(opts, ids, times)
+	})
+}
+
+// Rewind implements Driver.
+func (m *MemoryDriver) Rewind(ctx context.Context, threadID, checkpointID string) (int, error) {
+	if checkpointID != "" {
+		m.mu.RLock()
+		found := false
+		if t := m.threads[threadID]; t != nil {
+			_, found = slices.BinarySearchFunc(t.byNS[""], checkpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+		}
+		m.mu.RUnlock()
+		if !found {
+			return 0, fmt.Errorf("%w: rewind: thread %q has no checkpoint %q in its root graph", ErrNotFound, threadID, checkpointID)
+		}
+	}
+	return m.dropCheckpoints(ctx, threadID, func(ns string, list []*memCheckpoint) []bool {
+		keep := make([]bool, len(list))
+		for i, c := range list {
+			keep[i] = checkpointID != "" && c.cp.ID <= checkpointID
+		}
+		return keep
+	})
+}
+
+// dropCheckpoints deletes the checkpoints of each namespace that keep
+// does not keep, with their pending writes and the values no kept
+// checkpoint names, and returns how many it deleted.
+func (m *MemoryDriver) dropCheckpoints(ctx context.Context, threadID string, keeps func(ns string, list []*memCheckpoint) []bool) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.fenceLocked(ctx, threadID); err != nil {
+		return 0, err
+	}
 	t := m.threads[threadID]
 	if t == nil {
 		return 0, nil
 	}
 	deleted := 0
 	for ns, list := range t.byNS {
-		ids := make([]string, len(list))
-		times := make([]time.Time, len(list))
-		for i, c := range list {
-			ids[i], times[i] = c.cp.ID, c.cp.TS
-		}
-		keep := PruneKeeps(opts, ids, times)
+		keep := keeps(ns, list)
 		var kept []*memCheckpoint
 		for i, c := range list {
 			if keep[i] {
@@ -124,6 +163,10 @@ func (m *MemoryDriver) Prune(ctx context.Context, threadID string, opts PruneOpt
 			}
 			delete(t.writes, writesKey{ns, c.cp.ID})
 			deleted++
+		}
+		if len(kept) == 0 {
+			delete(t.byNS, ns)
+			continue
 		}
 		t.byNS[ns] = kept
 	}

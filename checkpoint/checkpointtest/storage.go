@@ -321,37 +321,58 @@ func testSnapshotCadence(t *testing.T, s *checkpoint.Saver) {
 		t.Skipf("%T stores values whole; no chunk cadence to check", s.Driver())
 	}
 	n := d.SnapshotEvery()
-	// After k appends a log holds one chunk per unit of each base-N digit
-	// of k: N appends merge into one chunk, N of those into one more, ...
-	digitSum := func(k int) int {
-		s := 0
-		for ; k > 0; k /= n {
-			s += k % n
-		}
-		return s
-	}
+	// Appends go to the log's open tail, one slot row each; every N-th
+	// append seals the tail into one chunk, and the next tail reuses the
+	// slots.
 	h := newHistory(t, s, "cadence")
 	cur := h.step(nil, []string{msg(0, "m")}, false)
 	appends := 0
-	checkAt := map[int]bool{1: true, n - 1: true, n: true, n + 1: true, 2*n + 3: true, n * n: true, n*n + 2*n + 3: true}
-	for appends < n*n+2*n+3 {
+	checkAt := map[int]bool{1: true, n - 1: true, n: true, n + 1: true, 2*n + 3: true, 3 * n: true}
+	stats := func() sqlstore.Stats {
+		t.Helper()
+		st, err := d.Stats(bg, "cadence")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Logs != 1 {
+			t.Fatalf("after %d appends: %d logs, want 1", appends, st.Logs)
+		}
+		return st
+	}
+	for appends < 3*n {
 		cur = h.step(cur, []string{msg(appends, "m")}, false)
 		appends++
 		if !checkAt[appends] {
 			continue
 		}
-		st, err := d.Stats(bg, "cadence")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := int64(digitSum(appends)); st.Chunks != want {
-			t.Fatalf("after %d appends with N=%d: %d chunks, want %d", appends, n, st.Chunks, want)
-		}
-		if st.Logs != 1 {
-			t.Fatalf("after %d appends: %d logs, want 1", appends, st.Logs)
+		if st := stats(); st.Chunks != int64(appends/n) || st.Tails != int64(min(appends, n-1)) {
+			t.Fatalf("after %d appends with N=%d: %d chunks and %d tail slots, want %d and %d", appends, n, st.Chunks, st.Tails, appends/n, min(appends, n-1))
 		}
 	}
+	// An append too large for a slot seals the tail at once, with it.
+	cur = h.step(cur, []string{msg(1, "m"), msg(2, "m")}, false)
+	cur = h.step(cur, []string{bigItem(4000)}, false)
+	if st := stats(); st.Chunks != 4 {
+		t.Fatalf("after a large append: %d chunks, want 4", st.Chunks)
+	}
+	// And one on an empty tail is a chunk of its own.
+	cur = h.step(cur, []string{bigItem(5000)}, false)
+	h.step(cur, []string{msg(3, "m")}, false)
+	if st := stats(); st.Chunks != 5 {
+		t.Fatalf("after a large append on an empty tail: %d chunks, want 5", st.Chunks)
+	}
 	h.check()
+}
+
+// bigItem is a JSON string of n bytes that compresses poorly.
+func bigItem(n int) string {
+	rnd := rand.New(rand.NewPCG(uint64(n), 7))
+	b := make([]byte, n-2)
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
+	for i := range b {
+		b[i] = chars[rnd.IntN(len(chars))]
+	}
+	return `"` + string(b) + `"`
 }
 
 func testPendingWrites(t *testing.T, s *checkpoint.Saver) {
@@ -378,6 +399,9 @@ func testPendingWrites(t *testing.T, s *checkpoint.Saver) {
 	// A task's writes may follow its special writes.
 	put("task-b", pw("x", `9`))
 	put(checkpoint.NullTaskID, pw(checkpoint.ResumeChannel, `"all"`))
+	// Several regular writes in one call, around a special one, with and
+	// without values: all kept, in order.
+	put("task-d", pw("x", `1`), pw("y", `{"k": [1, 2]}`), checkpoint.PendingWrite{Channel: "none"}, pw(checkpoint.ErrorChannel, `"e"`), pw("z", `null`))
 
 	got := mustGet(t, s, "t", "", "c1").PendingWrites
 	want := []checkpoint.PendingWrite{
@@ -388,6 +412,11 @@ func testPendingWrites(t *testing.T, s *checkpoint.Saver) {
 		{TaskID: "task-c", Channel: checkpoint.ResumeChannel, Value: json.RawMessage(`["yes","no"]`)},
 		{TaskID: "task-b", Channel: "x", Value: json.RawMessage(`9`)},
 		{TaskID: checkpoint.NullTaskID, Channel: checkpoint.ResumeChannel, Value: json.RawMessage(`"all"`)},
+		{TaskID: "task-d", Channel: "x", Value: json.RawMessage(`1`)},
+		{TaskID: "task-d", Channel: "y", Value: json.RawMessage(`{"k": [1, 2]}`)},
+		{TaskID: "task-d", Channel: "none"},
+		{TaskID: "task-d", Channel: checkpoint.ErrorChannel, Value: json.RawMessage(`"e"`)},
+		{TaskID: "task-d", Channel: "z", Value: json.RawMessage(`null`)},
 	}
 	if d := cmp.Diff(want, got, tupleOpts); d != "" {
 		t.Fatalf("pending writes (-want +got):\n%s", d)

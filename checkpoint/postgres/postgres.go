@@ -41,9 +41,9 @@ import (
 
 // Options tune Open.
 type Options struct {
-	// SnapshotEvery is how many appends to a message list are merged into
-	// one stored chunk, level by level; it bounds the rows a read touches.
-	// 0 means 32.
+	// SnapshotEvery is how many appends to a message list are sealed
+	// into one stored chunk; a read of a list of n items reads about n/N
+	// chunks. 0 means 32.
 	SnapshotEvery int
 	// SkipMigrate leaves the schema alone; Migrate must then be called
 	// before use. By default Open migrates.
@@ -118,6 +118,19 @@ var Dialect = &sqlstore.Dialect{
 	Migrations: [][]string{
 		sqlstore.SchemaSQL("text", "bigint", "smallint", "bytea", "jsonb", "seq bigint GENERATED ALWAYS AS IDENTITY,"),
 		sqlstore.LeaseSchemaSQL("text", "bigint", "smallint"),
+		sqlstore.SchemaV3SQL("text", "bigint", "smallint", "bytea",
+			// Rows overwritten in place keep room on their page, so that
+			// the overwrite is a HOT update, whose dead version the next
+			// visit to the page reclaims without a vacuum.
+			`ALTER TABLE weft_checkpoint_tails SET (fillfactor = 50)`,
+			`ALTER TABLE weft_checkpoint_logs SET (fillfactor = 50)`,
+			// These columns hold weft's own DEFLATE output (or values
+			// too small to gain from compression): TOAST compression
+			// would only spend time failing to shrink them.
+			`ALTER TABLE weft_checkpoint_chunks ALTER COLUMN items SET STORAGE EXTERNAL`,
+			`ALTER TABLE weft_checkpoint_blobs ALTER COLUMN value SET STORAGE EXTERNAL`,
+			`ALTER TABLE weft_checkpoint_writes ALTER COLUMN value SET STORAGE EXTERNAL`,
+		),
 	},
 	// Lease expiry follows the server's clock, which every process shares.
 	Now:         "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000 AS bigint)",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/checkpointtest"
+	"github.com/weftlabs/weft/checkpoint/internal/sqlstore/sqlstoretest"
 	"github.com/weftlabs/weft/checkpoint/postgres"
 	"github.com/weftlabs/weft/internal/pgtest"
 )
@@ -104,4 +105,26 @@ func TestNoPreparedStatements(t *testing.T) {
 			t.Fatalf("a pooled connection holds %d prepared statements; want none", n)
 		}
 	}
+}
+
+// A database written by schema version 2 (merged chunks, log pointers in
+// blob rows) is migrated in place and reads back exactly as before; its
+// threads go on.
+func TestUpgradeFromV2(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	d, err := postgres.OpenOptions(ctx, url, postgres.Options{SkipMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	conn, err := connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	sqlstoretest.FromV2(t, d, d.Store, func(ctx context.Context, q string, args ...any) error {
+		_, err := conn.Exec(ctx, q, args...)
+		return err
+	}, false)
 }

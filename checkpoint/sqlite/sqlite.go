@@ -36,9 +36,9 @@ import (
 
 // Options tune Open.
 type Options struct {
-	// SnapshotEvery is how many appends to a message list are merged into
-	// one stored chunk, level by level; it bounds the rows a read touches.
-	// 0 means 32.
+	// SnapshotEvery is how many appends to a message list are sealed
+	// into one stored chunk; a read of a list of n items reads about n/N
+	// chunks. 0 means 32.
 	SnapshotEvery int
 	// BusyTimeout is how long a write waits for another process holding
 	// the write lock. 0 means 10 seconds.
@@ -137,6 +137,7 @@ var Dialect = &sqlstore.Dialect{
 	Migrations: [][]string{
 		sqlstore.SchemaSQL("TEXT", "INTEGER", "INTEGER", "BLOB", "TEXT", ""),
 		sqlstore.LeaseSchemaSQL("TEXT", "INTEGER", "INTEGER"),
+		sqlstore.SchemaV3SQL("TEXT", "INTEGER", "INTEGER", "BLOB"),
 	},
 	Numbered:    true,
 	WritesOrder: "rowid",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/checkpointtest"
+	"github.com/weftlabs/weft/checkpoint/internal/sqlstore/sqlstoretest"
 	"github.com/weftlabs/weft/checkpoint/sqlite"
 )
 
@@ -152,4 +153,26 @@ func TestCorruptRow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A database written by schema version 2 (merged chunks, log pointers in
+// blob rows) is migrated in place and reads back exactly as before; its
+// threads go on.
+func TestUpgradeFromV2(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	d, err := sqlite.OpenOptions(ctx, path, sqlite.Options{SkipMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sqlstoretest.FromV2(t, d, d.Store, func(ctx context.Context, q string, args ...any) error {
+		_, err := db.ExecContext(ctx, q, args...)
+		return err
+	}, true)
 }

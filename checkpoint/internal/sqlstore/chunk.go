@@ -70,3 +70,17 @@ func (c *chunk) cut(k int64) ([]byte, error) {
 	}
 	return c.items[:end], nil
 }
+
+// sizesPrefix returns the encoded sizes of the first k items.
+func (c *chunk) sizesPrefix(k int64) ([]byte, error) {
+	sz := c.sizes
+	n := 0
+	for i := int64(0); i < k; i++ {
+		_, w := binary.Uvarint(sz[n:])
+		if w <= 0 {
+			return nil, fmt.Errorf("item sizes end after %d of %d items", i, c.count)
+		}
+		n += w
+	}
+	return c.sizes[:n:n], nil
+}

@@ -6,16 +6,17 @@
 // The layout is described in docs/persistence.md. In short:
 //
 //   - weft_checkpoints holds one row per checkpoint: its parent, time,
-//     metadata, and the channel versions as a small JSON body without values.
-//   - weft_checkpoint_blobs holds one row per channel version: an empty
-//     marker, a whole JSON value, or a pointer (log, length) into an
-//     append-only log.
-//   - weft_checkpoint_logs and weft_checkpoint_chunks hold append-only
-//     channels (messages): a log is an optional base value plus items
-//     appended in chunks. Each append is one chunk; every N appends the last
-//     N chunks merge into one chunk a level up, so a value of any length is
-//     read from at most about (N-1)·log_N(appends) chunk rows while each item
-//     is stored once.
+//     metadata, the channel versions as a small JSON body without values,
+//     and (refs) the values small enough to keep in the row: empty
+//     channels, values of a few bytes, and pointers into message logs.
+//   - weft_checkpoint_blobs holds one row per larger channel value.
+//   - weft_checkpoint_logs, weft_checkpoint_chunks and weft_checkpoint_tails
+//     hold append-only channels (messages): a log is an optional base
+//     value plus items appended to it. An append goes to the log's open
+//     tail, one slot row each, and every N appends the tail is sealed into
+//     one chunk, which is never rewritten; the slots are then reused. Each
+//     item is kept once, and a read of a log's first n items reads about
+//     n/N chunks and at most N-1 slots.
 //   - weft_checkpoint_writes holds pending writes.
 //   - weft_schema_migrations records applied schema versions.
 package sqlstore

@@ -117,6 +117,27 @@ func (s *Store) fence(ownerParam string) string {
 	return `WITH fence AS (SELECT 1 AS f FROM weft_thread_leases WHERE thread_id = $1 AND owner = ` + ownerParam + s.d.LockRow + `) `
 }
 
+// checkFence refuses a whole-thread operation whose lease (FenceOwner of
+// each thread) is gone, locking each lease row until the transaction ends
+// as a fenced Put does.
+func (s *Store) checkFence(ctx context.Context, tx Tx, threadIDs ...string) error {
+	for _, th := range threadIDs {
+		owner, fenced := checkpoint.FenceOwner(ctx, th)
+		if !fenced {
+			continue
+		}
+		var one int64
+		held, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`+s.d.LockRow), []any{th, owner}, &one)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return leaseLost(th)
+		}
+	}
+	return nil
+}
+
 // leaseLost is the error of a fenced write whose lease is gone.
 func leaseLost(threadID string) error {
 	return fmt.Errorf("%w: thread %q is no longer owned by this run; nothing was written", checkpoint.ErrLeaseLost, threadID)

@@ -52,6 +52,12 @@ const migrationsTable = `CREATE TABLE IF NOT EXISTS weft_schema_migrations (
 // processes at once: the migration runs under the database's write lock,
 // and a process that finds the schema current does nothing.
 func (s *Store) Migrate(ctx context.Context) error {
+	return MigrateTo(ctx, s, len(s.d.Migrations))
+}
+
+// MigrateTo brings the schema up to version, at most: an upgrade test
+// starts from an older version.
+func MigrateTo(ctx context.Context, s *Store, version int) error {
 	return s.db.Write(ctx, []string{"weft.checkpoint.migrate"}, func(tx Tx) error {
 		if _, err := tx.Exec(ctx, migrationsTable); err != nil {
 			return fmt.Errorf("checkpoint: creating weft_schema_migrations: %w", err)
@@ -64,7 +70,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if int(cur) > len(s.d.Migrations) {
 			return fmt.Errorf("checkpoint: the database's checkpoint schema is at version %d, newer than this build knows (%d): upgrade weft", cur, len(s.d.Migrations))
 		}
-		for v := int(cur); v < len(s.d.Migrations); v++ {
+		for v := int(cur); v < min(version, len(s.d.Migrations)); v++ {
 			for _, stmt := range s.d.Migrations[v] {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return fmt.Errorf("checkpoint: schema migration %d: %w\n%s", v+1, err, stmt)
@@ -90,6 +96,42 @@ func SchemaSQL(text, integer, small, blob, json, writesSeq string) []string {
 		out[i] = r.Replace(s)
 	}
 	return out
+}
+
+// SchemaV3SQL returns the migration to schema version 3, with the column
+// types of one database (as SchemaSQL) and extra statements that tune
+// storage for that database. Version 3 keeps a message log's newest items
+// in an open tail of slot rows that are overwritten in place
+// (weft_checkpoint_tails), seals the tail into a chunk every N appends
+// instead of merging chunks level by level, and lets a log be based on a
+// prefix of another log (base_log, base_len) as well as on a blob row.
+// Existing chunks all count as sealed.
+func SchemaV3SQL(text, integer, small, blob string, tune ...string) []string {
+	r := strings.NewReplacer("TEXT", text, "INT8", integer, "INT2", small, "BYTES", blob)
+	out := []string{
+		`ALTER TABLE weft_checkpoint_logs ADD COLUMN base_log INT8`,
+		`ALTER TABLE weft_checkpoint_logs ADD COLUMN base_len INT8`,
+		`ALTER TABLE weft_checkpoint_logs ADD COLUMN sealed INT8 NOT NULL DEFAULT 0`,
+		`ALTER TABLE weft_checkpoint_logs ADD COLUMN tail INT8 NOT NULL DEFAULT 0`,
+		`UPDATE weft_checkpoint_logs SET sealed = length`,
+		`CREATE TABLE weft_checkpoint_tails (
+	thread_id TEXT NOT NULL,
+	ns TEXT NOT NULL,
+	channel TEXT NOT NULL,
+	log_id INT8 NOT NULL,
+	slot INT8 NOT NULL,
+	start INT8 NOT NULL,
+	count INT8 NOT NULL,
+	fmt INT2 NOT NULL,
+	items BYTES NOT NULL,
+	sizes BYTES NOT NULL,
+	PRIMARY KEY (thread_id, ns, channel, log_id, slot)
+)`,
+	}
+	for i := range out {
+		out[i] = r.Replace(out[i])
+	}
+	return append(out, tune...)
 }
 
 var schemaV1 = []string{

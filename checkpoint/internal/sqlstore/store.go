@@ -33,9 +33,9 @@ var specialIdx = map[string]int64{
 
 // Options tune a Store.
 type Options struct {
-	// SnapshotEvery is N: every N appends to a log, its last N chunks merge
-	// into one chunk a level up. It bounds the rows read for a value to
-	// about (N-1) per level. 0 means 32.
+	// SnapshotEvery is N: every N appends to a log, its open tail is
+	// sealed into one chunk (see appendLog). A read of n items of a log
+	// reads about n/N chunks and at most N-1 tail slots. 0 means 32.
 	SnapshotEvery int
 }
 
@@ -60,7 +60,8 @@ func New(db DB, d *Dialect, opts Options) *Store {
 	return s
 }
 
-// SnapshotEvery returns N, the number of appends after which chunks merge.
+// SnapshotEvery returns N, the number of appends after which a log's tail
+// is sealed into a chunk.
 func (s *Store) SnapshotEvery() int { return s.n }
 
 // body is a checkpoint without its values, as stored in the body column.
@@ -71,12 +72,11 @@ type body struct {
 	UC *[]string                   `json:"uc,omitempty"`
 }
 
-// ref names the blob of a channel at a version when it is not the first
-// one stored for that version (see blobs.origin).
-type ref struct {
-	V int64  `json:"v"`
-	O string `json:"o"`
-}
+// slotMax is the most bytes (stored items and sizes) an append may take
+// in a tail slot; a larger one seals the tail. It keeps a slot row of
+// PostgreSQL below the size at which it would move to TOAST, where an
+// overwrite leaves a dead copy until vacuum.
+const slotMax = 1536
 
 func tsToDB(t time.Time) int64 {
 	if t.IsZero() {
@@ -134,9 +134,10 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	out := checkpoint.Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}
 	err = s.db.Write(ctx, []string{cfg.ThreadID}, func(tx Tx) error {
 		p := &putter{s: s, tx: tx, ctx: ctx, thread: cfg.ThreadID, ns: cfg.Namespace, id: cp.ID}
-		// Blob references are inherited from the parent, and kept from an
-		// earlier Put of the same checkpoint id, for unchanged versions.
-		// A fenced write checks its lease in the same query (see fence).
+		// Entries (see refs.go) are inherited from the parent, and kept
+		// from an earlier Put of the same checkpoint id, for unchanged
+		// versions. A fenced write checks its lease in the same query
+		// (see fence).
 		parentRefs, ownRefs := map[string]ref{}, map[string]ref{}
 		query := `SELECT 0, checkpoint_id, refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`
 		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID}
@@ -162,13 +163,15 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 				held = true
 				continue
 			}
-			m := parentRefs
-			if id == cp.ID {
-				m = ownRefs
-			}
-			if err := json.Unmarshal(raw, &m); err != nil {
+			m, err := decodeRefs(cfg.ThreadID, cfg.Namespace, id, raw)
+			if err != nil {
 				rows.Close()
-				return corrupt(cfg.ThreadID, cfg.Namespace, id, "blob references", err)
+				return err
+			}
+			if id == cp.ID {
+				ownRefs = m
+			} else {
+				parentRefs = m
 			}
 		}
 		rows.Close()
@@ -191,18 +194,15 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 		}
 		for _, bl := range blobs {
 			delete(refs, bl.Channel)
-			origin, err := p.putBlob(bl, parentRefs)
+			r, keep, err := p.putBlob(bl, parentRefs)
 			if err != nil {
 				return err
 			}
-			if origin != "" {
-				refs[bl.Channel] = ref{V: bl.Version, O: origin}
+			if keep {
+				refs[bl.Channel] = r
 			}
 		}
-		var refsJSON []byte
-		if len(refs) > 0 {
-			refsJSON, _ = json.Marshal(refs)
-		}
+		refsJSON := encodeRefs(refs)
 		p.exec(`INSERT INTO weft_checkpoints (thread_id, ns, checkpoint_id, parent_id, ts, fmt, metadata, body, refs)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (thread_id, ns, checkpoint_id) DO UPDATE SET parent_id = excluded.parent_id, ts = excluded.ts, fmt = excluded.fmt,
@@ -224,7 +224,8 @@ type putter struct {
 	thread string
 	ns     string
 	id     string
-	// taken holds the channel versions another checkpoint already stored.
+	// taken holds the channel versions another checkpoint already stored
+	// in a blob row of origin "".
 	taken map[string]map[int64]bool
 	// pending are writes not sent yet: they go together, before the next
 	// query or at the end.
@@ -254,20 +255,37 @@ func (p *putter) query(query string, args []any, dest ...any) (bool, error) {
 	return queryRow(p.ctx, p.tx, p.s.d.q(query), args, dest...)
 }
 
+// mayNeedRow reports whether a blob may be stored in a blob row: a whole
+// value too large to keep inline. Appended items go to a log, except when
+// a fork nests too deep (delta checks that case itself).
+func mayNeedRow(b checkpoint.Blob) bool {
+	return !b.Empty && b.Value != nil && len(b.Value) > inlineMax
+}
+
 // loadTaken finds which of the blobs' channel versions are already stored
-// without an origin.
+// without an origin, for the blobs that may need a row. Most checkpoints
+// have none (triggers, small values and appends are kept inline), and so
+// cost no query here.
 func (p *putter) loadTaken(blobs []checkpoint.Blob) error {
-	p.taken = map[string]map[int64]bool{}
-	if len(blobs) == 0 {
-		return nil
+	if p.taken == nil {
+		p.taken = map[string]map[int64]bool{}
 	}
 	// Each term names the whole primary key, so every database looks each
 	// one up in the index instead of scanning the thread's blobs.
 	args := []any{p.thread, p.ns}
 	var conds []string
 	for _, b := range blobs {
+		if !mayNeedRow(b) {
+			continue
+		}
 		args = append(args, b.Channel, b.Version)
 		conds = append(conds, fmt.Sprintf("(thread_id = $1 AND ns = $2 AND channel = $%d AND version = $%d AND origin = '')", len(args)-1, len(args)))
+	}
+	if len(conds) == 0 {
+		return nil
+	}
+	if err := p.flush(); err != nil {
+		return err
 	}
 	rows, err := p.tx.Query(p.ctx, p.s.d.q(`SELECT channel, version FROM weft_checkpoint_blobs WHERE `+strings.Join(conds, " OR ")), args...)
 	if err != nil {
@@ -288,55 +306,58 @@ func (p *putter) loadTaken(blobs []checkpoint.Blob) error {
 	return rows.Err()
 }
 
-// blobRow is a new row of weft_checkpoint_blobs.
-type blobRow struct {
-	kind   int
-	value  []byte
-	logID  int64
-	logLen int64
-}
-
-// putBlob stores one channel value and returns the origin it was stored
-// under: empty, or the checkpoint's id when another value already has the
+// putBlob stores one channel value and returns the checkpoint's entry for
+// it, and whether the entry must be kept: an inline value, or a blob row
+// stored under the checkpoint's id because another value already has the
 // version (a fork or replay reusing version numbers).
-func (p *putter) putBlob(b checkpoint.Blob, parentRefs map[string]ref) (string, error) {
-	var row blobRow
+func (p *putter) putBlob(b checkpoint.Blob, parentRefs map[string]ref) (ref, bool, error) {
 	switch {
 	case b.Empty:
-		row.kind = kindEmpty
+		return ref{V: b.Version, Kind: refEmpty}, true, nil
 	case b.Value != nil:
-		row.kind = kindValue
-		if isArray(b.Value) {
-			row.kind = kindArray
-		}
-		row.value = b.Value
-	default:
-		origin := ""
-		if r, ok := parentRefs[b.Channel]; ok && r.V == b.BaseVersion {
-			origin = r.O
-		}
-		var err error
-		row, err = p.delta(b, origin)
-		if err != nil {
-			return "", err
-		}
+		return p.putValue(b.Channel, b.Version, b.Value)
 	}
-	var logID, logLen any
-	if row.kind == kindLog {
-		logID, logLen = row.logID, row.logLen
+	r, err := p.delta(b, parentRefs)
+	if err != nil {
+		return ref{}, false, err
 	}
-	value, f := encode(row.value)
+	r.V = b.Version
+	if r.Kind == refValue && len(r.J) > inlineMax {
+		// A fork too deep to log: the whole list, in a row.
+		if err := p.loadTaken([]checkpoint.Blob{{Channel: b.Channel, Version: b.Version, Value: r.J}}); err != nil {
+			return ref{}, false, err
+		}
+		return p.putValue(b.Channel, b.Version, r.J)
+	}
+	return r, true, nil
+}
+
+// putValue stores a whole value: inline when small, else in a blob row.
+func (p *putter) putValue(ch string, version int64, v json.RawMessage) (ref, bool, error) {
+	if len(v) <= inlineMax {
+		// Kept in the refs column's JSON, so it must be JSON: the Saver
+		// checked only its shape.
+		if !json.Valid(v) {
+			return ref{}, false, fmt.Errorf("%w: the value of channel %q at version %d is not valid JSON: %q", checkpoint.ErrInvalid, ch, version, v)
+		}
+		return ref{V: version, Kind: refValue, J: v}, true, nil
+	}
+	kind := kindValue
+	if isArray(v) {
+		kind = kindArray
+	}
+	value, f := encode(v)
 	origin := ""
-	if p.taken[b.Channel][b.Version] {
+	if p.taken[ch][version] {
 		// Another branch has this version: store ours under this
 		// checkpoint's id.
 		origin = p.id
 	}
 	p.exec(`INSERT INTO weft_checkpoint_blobs (thread_id, ns, channel, version, origin, kind, fmt, value, log_id, log_len)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (thread_id, ns, channel, version, origin) DO UPDATE SET
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL) ON CONFLICT (thread_id, ns, channel, version, origin) DO UPDATE SET
 kind = excluded.kind, fmt = excluded.fmt, value = excluded.value, log_id = excluded.log_id, log_len = excluded.log_len`,
-		p.thread, p.ns, b.Channel, b.Version, origin, row.kind, f, value, logID, logLen)
-	return origin, nil
+		p.thread, p.ns, ch, version, origin, kind, f, value)
+	return ref{V: version, Kind: refBlob, O: origin}, origin != "", nil
 }
 
 func isArray(v []byte) bool {
@@ -350,171 +371,222 @@ func isArray(v []byte) bool {
 	return false
 }
 
+// logState is a row of weft_checkpoint_logs.
+type logState struct {
+	id, length, appends, depth int64
+	// sealed is where the open tail starts: items before it are in
+	// weft_checkpoint_chunks, the tail's in weft_checkpoint_tails, one row
+	// for each of its tail appends.
+	sealed, tail int64
+}
+
+const logCols = `l.length, l.appends, l.depth, l.sealed, l.tail`
+
 // delta stores appended items on top of the base version and returns the
-// blob row that points at the result.
-func (p *putter) delta(b checkpoint.Blob, origin string) (blobRow, error) {
-	ctx, tx := p.ctx, p.tx
-	var kind, logID, logLen, length, appends, depth int64
-	found, err := p.query(`SELECT b.kind, COALESCE(b.log_id, 0), COALESCE(b.log_len, 0), COALESCE(l.length, 0), COALESCE(l.appends, 0), COALESCE(l.depth, 0)
+// entry that points at the result: a log prefix, or, for a fork nested too
+// deep, the whole value.
+func (p *putter) delta(b checkpoint.Blob, parentRefs map[string]ref) (ref, error) {
+	cfg := checkpoint.Config{ThreadID: p.thread, Namespace: p.ns, CheckpointID: p.id}
+	items := b.Appended
+	var kind int64
+	var lg logState
+	var logLen int64
+	baseRef := ref{V: b.BaseVersion, Kind: refBlob}
+	if r, ok := parentRefs[b.Channel]; ok && r.V == b.BaseVersion {
+		baseRef = r
+	}
+	switch baseRef.Kind {
+	case refEmpty:
+		return p.newLog(b.Channel, nil, 1, items)
+	case refValue:
+		var base []json.RawMessage
+		if err := json.Unmarshal(baseRef.J, &base); err != nil || !isArray(baseRef.J) {
+			return ref{}, fmt.Errorf("%w: channel %q in %s: appended items need a JSON array at base version %d, but the value stored there is not an array", checkpoint.ErrInvalid, b.Channel, cfg, b.BaseVersion)
+		}
+		// A small list: the log starts with its items.
+		return p.newLog(b.Channel, nil, 1, append(base, items...))
+	case refLog:
+		kind, lg.id, logLen = kindLog, baseRef.L, baseRef.N
+		found, err := p.query(`SELECT `+logCols+` FROM weft_checkpoint_logs l WHERE l.thread_id = $1 AND l.ns = $2 AND l.channel = $3 AND l.log_id = $4`,
+			[]any{p.thread, p.ns, b.Channel, lg.id}, &lg.length, &lg.appends, &lg.depth, &lg.sealed, &lg.tail)
+		if err != nil {
+			return ref{}, err
+		}
+		if !found {
+			return ref{}, corrupt(p.thread, p.ns, p.id, fmt.Sprintf("channel %q: log %d, the base of version %d, is missing", b.Channel, lg.id, b.BaseVersion), nil)
+		}
+	default:
+		found, err := p.query(`SELECT b.kind, COALESCE(b.log_id, 0), COALESCE(b.log_len, 0), COALESCE(l.length, 0), COALESCE(l.appends, 0), COALESCE(l.depth, 0), COALESCE(l.sealed, 0), COALESCE(l.tail, 0)
 FROM weft_checkpoint_blobs b LEFT JOIN weft_checkpoint_logs l
 ON l.thread_id = b.thread_id AND l.ns = b.ns AND l.channel = b.channel AND l.log_id = b.log_id
 WHERE b.thread_id = $1 AND b.ns = $2 AND b.channel = $3 AND b.version = $4 AND b.origin = $5`,
-		[]any{p.thread, p.ns, b.Channel, b.BaseVersion, origin}, &kind, &logID, &logLen, &length, &appends, &depth)
-	if err != nil {
-		return blobRow{}, err
+			[]any{p.thread, p.ns, b.Channel, b.BaseVersion, baseRef.O}, &kind, &lg.id, &logLen, &lg.length, &lg.appends, &lg.depth, &lg.sealed, &lg.tail)
+		if err != nil {
+			return ref{}, err
+		}
+		if !found {
+			return ref{}, fmt.Errorf("%w: channel %q in %s: appended items are based on version %d, which is not stored", checkpoint.ErrInvalid, b.Channel, cfg, b.BaseVersion)
+		}
 	}
-	cfg := checkpoint.Config{ThreadID: p.thread, Namespace: p.ns, CheckpointID: p.id}
-	if !found {
-		return blobRow{}, fmt.Errorf("%w: channel %q in %s: appended items are based on version %d, which is not stored", checkpoint.ErrInvalid, b.Channel, cfg, b.BaseVersion)
-	}
-	items := b.Appended
 	switch kind {
 	case kindValue:
-		return blobRow{}, fmt.Errorf("%w: channel %q in %s: appended items need a JSON array at base version %d, but the value stored there is not an array", checkpoint.ErrInvalid, b.Channel, cfg, b.BaseVersion)
+		return ref{}, fmt.Errorf("%w: channel %q in %s: appended items need a JSON array at base version %d, but the value stored there is not an array", checkpoint.ErrInvalid, b.Channel, cfg, b.BaseVersion)
 	case kindEmpty:
 		return p.newLog(b.Channel, nil, 1, items)
 	case kindArray:
-		return p.newLog(b.Channel, &ref{V: b.BaseVersion, O: origin}, 1, items)
+		return p.newLog(b.Channel, &ref{V: b.BaseVersion, O: baseRef.O}, 1, items)
 	case kindLog:
 		if len(items) == 0 {
 			// Nothing appended: the same log prefix.
-			return blobRow{kind: kindLog, logID: logID, logLen: logLen}, nil
+			return ref{V: b.Version, Kind: refLog, L: lg.id, N: logLen}, nil
 		}
-		if length == logLen {
-			return p.appendLog(b.Channel, logID, logLen, appends, items)
+		if lg.length == logLen {
+			return p.appendLog(b.Channel, lg, items)
 		}
 		// The log grew past the base on another branch: fork it.
-		if depth+1 > maxLogDepth {
+		if lg.depth+1 > maxLogDepth {
 			if err := p.flush(); err != nil {
-				return blobRow{}, err
+				return ref{}, err
 			}
-			r := &reader{s: p.s, tx: tx, ctx: ctx, thread: p.thread, ns: p.ns, cpID: p.id}
-			base, err := r.log(b.Channel, logID, logLen, 0)
+			r := &reader{s: p.s, tx: p.tx, ctx: p.ctx, thread: p.thread, ns: p.ns, cpID: p.id}
+			base, err := r.log(b.Channel, lg.id, logLen, 0)
 			if err != nil {
-				return blobRow{}, err
+				return ref{}, err
 			}
 			v, err := checkpoint.JoinAppended(base, items)
 			if err != nil {
-				return blobRow{}, err
+				return ref{}, err
 			}
-			return blobRow{kind: kindArray, value: v}, nil
+			return ref{V: b.Version, Kind: refValue, J: v}, nil
 		}
-		return p.newLog(b.Channel, &ref{V: b.BaseVersion, O: origin}, depth+1, items)
+		if baseRef.Kind == refLog {
+			// The new log is based on the prefix itself.
+			return p.newLog(b.Channel, &ref{Kind: refLog, L: lg.id, N: logLen}, lg.depth+1, items)
+		}
+		return p.newLog(b.Channel, &ref{V: b.BaseVersion, O: baseRef.O}, lg.depth+1, items)
 	}
-	return blobRow{}, corrupt(p.thread, p.ns, p.id, fmt.Sprintf("channel %q version %d has unknown kind %d", b.Channel, b.BaseVersion, kind), nil)
+	return ref{}, corrupt(p.thread, p.ns, p.id, fmt.Sprintf("channel %q version %d has unknown kind %d", b.Channel, b.BaseVersion, kind), nil)
 }
 
-// newLog starts a log on base (nil: the empty list) with items.
-func (p *putter) newLog(ch string, base *ref, depth int64, items []json.RawMessage) (blobRow, error) {
+// newLog starts a log with items on base: nil for the empty list, a blob
+// row (refBlob: version V, origin O) or a log prefix (refLog: the first N
+// items of log L).
+func (p *putter) newLog(ch string, base *ref, depth int64, items []json.RawMessage) (ref, error) {
 	var id int64
 	if _, err := p.query(`SELECT COALESCE(MAX(log_id), 0) + 1 FROM weft_checkpoint_logs WHERE thread_id = $1 AND ns = $2 AND channel = $3`,
 		[]any{p.thread, p.ns, ch}, &id); err != nil {
-		return blobRow{}, err
+		return ref{}, err
 	}
-	var bv, bo any
+	var bv, bo, bl, bn any
 	if base != nil {
-		bv, bo = base.V, base.O
+		if base.Kind == refLog {
+			bl, bn = base.L, base.N
+		} else {
+			bv, bo = base.V, base.O
+		}
 	}
-	appends := int64(0)
-	if len(items) > 0 {
-		appends = 1
-	}
-	p.exec(`INSERT INTO weft_checkpoint_logs (thread_id, ns, channel, log_id, base_version, base_origin, length, appends, depth)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, p.thread, p.ns, ch, id, bv, bo, int64(len(items)), appends, depth)
-	if len(items) > 0 {
-		p.insertChunk(ch, id, 0, 0, items)
-	}
-	return blobRow{kind: kindLog, logID: id, logLen: int64(len(items))}, nil
+	p.exec(`INSERT INTO weft_checkpoint_logs (thread_id, ns, channel, log_id, base_version, base_origin, base_log, base_len, length, appends, depth, sealed, tail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, $9, 0, 0)`, p.thread, p.ns, ch, id, bv, bo, bl, bn, depth)
+	return p.appendLog(ch, logState{id: id, depth: depth}, items)
 }
 
-func (p *putter) insertChunk(ch string, logID, start int64, level int, items []json.RawMessage) {
+// appendLog adds items at the end of a log. Small appends go to the open
+// tail, one row each, in the slot that the append's position in the tail
+// names; every N-th append, or an append too large for a slot, seals the
+// tail: its items and the new ones become one chunk of
+// weft_checkpoint_chunks, and the slots are free for the next tail.
+//
+// So no chunk is ever rewritten or deleted while the thread lives, and
+// what is rewritten in place are the small slot rows: in PostgreSQL the
+// slots table keeps room on its pages (fillfactor) so that an overwrite
+// is a HOT update, whose old version the next visit to the page reclaims,
+// without waiting for a vacuum. A read of the log's first n items reads
+// about n/N chunks and at most N-1 slots.
+func (p *putter) appendLog(ch string, lg logState, items []json.RawMessage) (ref, error) {
+	if len(items) == 0 {
+		return ref{Kind: refLog, L: lg.id, N: lg.length}, nil
+	}
 	data, sizes := encodeChunk(items)
-	p.writeChunk(ch, logID, start, int64(len(items)), level, data, sizes)
-}
-
-func (p *putter) writeChunk(ch string, logID, start, count int64, level int, data, sizes []byte) {
 	stored, f := encode(data)
+	newLen := lg.length + int64(len(items))
+	if lg.tail+1 < int64(p.s.n) && len(stored)+len(sizes) <= slotMax {
+		p.exec(`INSERT INTO weft_checkpoint_tails (thread_id, ns, channel, log_id, slot, start, count, fmt, items, sizes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (thread_id, ns, channel, log_id, slot) DO UPDATE SET
+start = excluded.start, count = excluded.count, fmt = excluded.fmt, items = excluded.items, sizes = excluded.sizes`,
+			p.thread, p.ns, ch, lg.id, lg.tail, lg.length, int64(len(items)), f, stored, sizes)
+		p.exec(`UPDATE weft_checkpoint_logs SET length = $1, appends = appends + 1, tail = tail + 1 WHERE thread_id = $2 AND ns = $3 AND channel = $4 AND log_id = $5`,
+			newLen, p.thread, p.ns, ch, lg.id)
+		return ref{Kind: refLog, L: lg.id, N: newLen}, nil
+	}
+	level := 0
+	if lg.tail > 0 {
+		// Seal: the tail's items, then the new ones, in one chunk.
+		tail, err := p.readTail(ch, lg)
+		if err != nil {
+			return ref{}, err
+		}
+		if len(tail.items) > 0 && len(data) > 0 {
+			tail.items = append(tail.items, ',')
+		}
+		data = append(tail.items, data...)
+		sizes = append(tail.sizes, sizes...)
+		stored, f = encode(data)
+		level = 1
+	}
 	p.exec(`INSERT INTO weft_checkpoint_chunks (thread_id, ns, channel, log_id, start, count, level, fmt, items, sizes)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, p.thread, p.ns, ch, logID, start, count, level, f, stored, sizes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, p.thread, p.ns, ch, lg.id, lg.sealed, newLen-lg.sealed, level, f, stored, sizes)
+	p.exec(`UPDATE weft_checkpoint_logs SET length = $1, appends = appends + 1, sealed = $1, tail = 0 WHERE thread_id = $2 AND ns = $3 AND channel = $4 AND log_id = $5`,
+		newLen, p.thread, p.ns, ch, lg.id)
+	return ref{Kind: refLog, L: lg.id, N: newLen}, nil
 }
 
-// appendLog adds items at the end of a log and merges chunks when the
-// number of appends reaches a multiple of N, N², ...
-func (p *putter) appendLog(ch string, logID, length, appends int64, items []json.RawMessage) (blobRow, error) {
-	p.insertChunk(ch, logID, length, 0, items)
-	newLen := length + int64(len(items))
-	appends++
-	p.exec(`UPDATE weft_checkpoint_logs SET length = $1, appends = $2 WHERE thread_id = $3 AND ns = $4 AND channel = $5 AND log_id = $6`,
-		newLen, appends, p.thread, p.ns, ch, logID)
-	span := int64(1)
-	for level := 1; ; level++ {
-		if span > appends/int64(p.s.n) {
-			break
-		}
-		span *= int64(p.s.n)
-		if appends%span != 0 {
-			break
-		}
-		if err := p.merge(ch, logID, level); err != nil {
-			return blobRow{}, err
-		}
-	}
-	return blobRow{kind: kindLog, logID: logID, logLen: newLen}, nil
-}
-
-// merge replaces the last N chunks of level-1 with one chunk of level.
-func (p *putter) merge(ch string, logID int64, level int) error {
+// readTail reads a log's open tail as one chunk: its items from
+// lg.sealed to lg.length, decoded.
+func (p *putter) readTail(ch string, lg logState) (chunk, error) {
 	if err := p.flush(); err != nil {
-		return err
+		return chunk{}, err
 	}
-	ctx, tx, q := p.ctx, p.tx, p.s.d.q
-	rows, err := tx.Query(ctx, q(`SELECT start, count, fmt, items, sizes FROM weft_checkpoint_chunks
-WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND level = $5 ORDER BY start DESC LIMIT $6`),
-		p.thread, p.ns, ch, logID, level-1, int64(p.s.n))
+	r := &reader{s: p.s, tx: p.tx, ctx: p.ctx, thread: p.thread, ns: p.ns, cpID: p.id}
+	out := chunk{start: lg.sealed}
+	rows, err := p.tx.Query(p.ctx, p.s.d.q(`SELECT start, count, fmt, items, sizes FROM weft_checkpoint_tails
+WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND slot < $5 ORDER BY slot`), p.thread, p.ns, ch, lg.id, lg.tail)
 	if err != nil {
-		return err
+		return chunk{}, err
 	}
-	var cs []chunk
+	defer rows.Close()
+	next := lg.sealed
 	for rows.Next() {
 		var c chunk
 		if err := rows.Scan(&c.start, &c.count, &c.fmt, &c.items, &c.sizes); err != nil {
-			rows.Close()
-			return err
-		}
-		cs = append(cs, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(cs) != p.s.n {
-		return nil
-	}
-	// Oldest first, and contiguous; otherwise leave the chunks alone.
-	for i, j := 0, len(cs)-1; i < j; i, j = i+1, j-1 {
-		cs[i], cs[j] = cs[j], cs[i]
-	}
-	var data, sizes []byte
-	total := int64(0)
-	for i, c := range cs {
-		if i > 0 && cs[i-1].start+cs[i-1].count != c.start {
-			return nil
+			return chunk{}, err
 		}
 		items, err := decode(c.items, c.fmt)
 		if err != nil {
-			return corrupt(p.thread, p.ns, p.id, fmt.Sprintf("channel %q log %d chunk at %d", ch, logID, c.start), err)
+			return chunk{}, r.bad(ch, "log %d tail slot at %d: %v", lg.id, c.start, err)
 		}
-		if len(items) > 0 && len(data) > 0 {
-			data = append(data, ',')
+		c.items = items
+		if c.start != next {
+			return chunk{}, r.bad(ch, "log %d tail has a gap: slot at %d, expected %d", lg.id, c.start, next)
 		}
-		data = append(data, items...)
-		sizes = append(sizes, c.sizes...)
-		total += c.count
+		// Checks the item sizes against the bytes.
+		if _, err := c.prefix(c.count); err != nil {
+			return chunk{}, r.bad(ch, "log %d tail slot at %d: %v", lg.id, c.start, err)
+		}
+		if len(out.items) > 0 && len(c.items) > 0 {
+			out.items = append(out.items, ',')
+		}
+		out.items = append(out.items, c.items...)
+		out.sizes = append(out.sizes, c.sizes...)
+		out.count += c.count
+		next += c.count
 	}
-	p.exec(`DELETE FROM weft_checkpoint_chunks WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND level = $5 AND start >= $6`,
-		p.thread, p.ns, ch, logID, level-1, cs[0].start)
-	p.writeChunk(ch, logID, cs[0].start, total, level, data, sizes)
-	return nil
+	if err := rows.Err(); err != nil {
+		return chunk{}, err
+	}
+	if next != lg.length {
+		return chunk{}, r.bad(ch, "log %d tail ends at item %d; the log has %d", lg.id, next, lg.length)
+	}
+	return out, nil
 }
 
 // ---------------------------------------------------------------- PutWrites
@@ -550,21 +622,35 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_i
 		// writes.
 		stmts := make([]Stmt, 0, len(writes))
 		idx := int64(0)
-		for _, w := range writes {
-			value, f := encode(w.Value)
+		for i := 0; i < len(writes); {
+			w := writes[i]
 			if checkpoint.IsSpecialChannel(w.Channel) {
 				// Special channels replace an earlier write of the task.
+				value, f := encode(w.Value)
 				stmts = append(stmts, Stmt{insert + "UPDATE SET channel = excluded.channel, fmt = excluded.fmt, value = excluded.value",
 					[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, specialIdx[w.Channel], w.Channel, f, value}})
+				i++
 				continue
 			}
+			// A run of regular writes goes in one row (see packWrites).
+			j := i + 1
+			for j < len(writes) && !checkpoint.IsSpecialChannel(writes[j].Channel) {
+				j++
+			}
+			run := writes[i:j]
+			i = j
 			// A task's regular writes are stored once: a task run again
 			// after a resume must not double them.
 			if hasRegular {
 				continue
 			}
+			channel, value := run[0].Channel, []byte(run[0].Value)
+			if len(run) > 1 {
+				channel, value = "", packWrites(run)
+			}
+			stored, f := encode(value)
 			stmts = append(stmts, Stmt{insert + "NOTHING",
-				[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, w.Channel, f, value}})
+				[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, channel, f, stored}})
 			idx++
 		}
 		if len(stmts) == 0 {
@@ -653,11 +739,9 @@ func (s *Store) tuple(ctx context.Context, tx Tx, thread string, row cpRow, meta
 	if err := json.Unmarshal(row.body, &b); err != nil {
 		return nil, corrupt(thread, row.ns, row.id, "checkpoint body", err)
 	}
-	refs := map[string]ref{}
-	if len(row.refs) > 0 {
-		if err := json.Unmarshal(row.refs, &refs); err != nil {
-			return nil, corrupt(thread, row.ns, row.id, "blob references", err)
-		}
+	refs, err := decodeRefs(thread, row.ns, row.id, row.refs)
+	if err != nil {
+		return nil, err
 	}
 	cp := &checkpoint.Checkpoint{
 		V:            b.V,
@@ -675,11 +759,11 @@ func (s *Store) tuple(ctx context.Context, tx Tx, thread string, row cpRow, meta
 	}
 	r := &reader{s: s, tx: tx, ctx: ctx, thread: thread, ns: row.ns, cpID: row.id}
 	for ch, v := range b.CV {
-		origin := ""
-		if rf, ok := refs[ch]; ok && rf.V == v {
-			origin = rf.O
+		rf, ok := refs[ch]
+		if !ok || rf.V != v {
+			rf = ref{V: v, Kind: refBlob}
 		}
-		val, ok, err := r.value(ch, v, origin, 0)
+		val, ok, err := r.entry(ch, rf)
 		if err != nil {
 			return nil, err
 		}
@@ -717,9 +801,65 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY `+s.d.WritesOrd
 			}
 			w.Value = v
 		}
+		if w.Channel == "" {
+			ws, err := unpackWrites(w.TaskID, v)
+			if err != nil {
+				return nil, corrupt(thread, row.ns, row.id, fmt.Sprintf("pending writes of task %s", w.TaskID), err)
+			}
+			tp.PendingWrites = append(tp.PendingWrites, ws...)
+			continue
+		}
 		tp.PendingWrites = append(tp.PendingWrites, w)
 	}
 	return tp, rows.Err()
+}
+
+// packWrites writes several pending writes of a task as one JSON value,
+// for one row of weft_checkpoint_writes whose channel is empty (a name no
+// write has): [["channel", value], ["channel"], ...], where a write
+// without a value has no second element. A row costs far more than the
+// few bytes most writes hold (a node's routing triggers), and a task's
+// writes are read together anyway. The values go in byte for byte: the
+// Saver checked that each is JSON.
+func packWrites(ws []checkpoint.PendingWrite) []byte {
+	b := []byte{'['}
+	for i, w := range ws {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(w.Channel)
+		b = append(b, '[')
+		b = append(b, name...)
+		if w.Value != nil {
+			b = append(b, ',')
+			b = append(b, w.Value...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, ']')
+}
+
+// unpackWrites reads what packWrites wrote.
+func unpackWrites(taskID string, v []byte) ([]checkpoint.PendingWrite, error) {
+	var entries [][]json.RawMessage
+	if err := json.Unmarshal(v, &entries); err != nil {
+		return nil, err
+	}
+	out := make([]checkpoint.PendingWrite, 0, len(entries))
+	for i, e := range entries {
+		w := checkpoint.PendingWrite{TaskID: taskID}
+		if len(e) < 1 || len(e) > 2 {
+			return nil, fmt.Errorf("write %d has %d parts, want 1 or 2", i, len(e))
+		}
+		if err := json.Unmarshal(e[0], &w.Channel); err != nil || w.Channel == "" {
+			return nil, fmt.Errorf("write %d has no channel name", i)
+		}
+		if len(e) == 2 {
+			w.Value = e[1]
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // reader reads channel values for one checkpoint.
@@ -736,8 +876,30 @@ func (r *reader) bad(ch string, format string, args ...any) error {
 	return corrupt(r.thread, r.ns, r.cpID, fmt.Sprintf("channel %q: ", ch)+fmt.Sprintf(format, args...), nil)
 }
 
-// value reads channel ch at version ver; ok is false when the channel has
-// no value there.
+// entry reads the value a checkpoint's entry names; ok is false when the
+// channel has no value there.
+func (r *reader) entry(ch string, rf ref) (json.RawMessage, bool, error) {
+	switch rf.Kind {
+	case refEmpty:
+		return nil, false, nil
+	case refValue:
+		// Checked when the refs column was decoded.
+		return rf.J, true, nil
+	case refLog:
+		val, err := r.log(ch, rf.L, rf.N, 0)
+		if err != nil {
+			return nil, false, err
+		}
+		if !json.Valid(val) {
+			return nil, false, r.bad(ch, "value at version %d (log %d) is not valid JSON", rf.V, rf.L)
+		}
+		return val, true, nil
+	}
+	return r.value(ch, rf.V, rf.O, 0)
+}
+
+// value reads the blob row of channel ch at version ver; ok is false when
+// the channel has no value there.
 func (r *reader) value(ch string, ver int64, origin string, depth int) (json.RawMessage, bool, error) {
 	if depth > maxLogDepth+1 {
 		return nil, false, r.bad(ch, "log bases nest deeper than %d", maxLogDepth)
@@ -764,6 +926,8 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND version = $4 AND origin = 
 		}
 		return v, true, nil
 	case kindLog:
+		// Written by schema versions 1 and 2, which kept log pointers in
+		// blob rows.
 		val, err := r.log(ch, logID, logLen, depth)
 		if err != nil {
 			return nil, false, err
@@ -776,25 +940,35 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND version = $4 AND origin = 
 	return nil, false, r.bad(ch, "value at version %d has unknown kind %d", ver, kind)
 }
 
-// log reads the first n items of a log, on top of its base.
+// log reads the first n items of a log, on top of its base: the log's
+// sealed chunks, then the slots of its open tail.
 func (r *reader) log(ch string, logID, n int64, depth int) (json.RawMessage, error) {
-	var bv, length int64
+	if depth > maxLogDepth+1 {
+		return nil, r.bad(ch, "log bases nest deeper than %d", maxLogDepth)
+	}
+	var bv, bl, bn, length, sealed, tail int64
 	var bo string
-	var hasBase bool
-	found, err := queryRow(r.ctx, r.tx, r.s.d.q(`SELECT base_version IS NOT NULL, COALESCE(base_version, 0), COALESCE(base_origin, ''), length FROM weft_checkpoint_logs
+	var hasBase, hasBaseLog bool
+	found, err := queryRow(r.ctx, r.tx, r.s.d.q(`SELECT base_version IS NOT NULL, COALESCE(base_version, 0), COALESCE(base_origin, ''),
+base_log IS NOT NULL, COALESCE(base_log, 0), COALESCE(base_len, 0), length, sealed, tail FROM weft_checkpoint_logs
 WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4`),
-		[]any{r.thread, r.ns, ch, logID}, &hasBase, &bv, &bo, &length)
+		[]any{r.thread, r.ns, ch, logID}, &hasBase, &bv, &bo, &hasBaseLog, &bl, &bn, &length, &sealed, &tail)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
 		return nil, r.bad(ch, "log %d is missing", logID)
 	}
-	if n > length {
+	if n < 0 || n > length {
 		return nil, r.bad(ch, "log %d has %d items, %d wanted", logID, length, n)
 	}
 	var base json.RawMessage
-	if hasBase {
+	switch {
+	case hasBaseLog:
+		if base, err = r.log(ch, bl, bn, depth+1); err != nil {
+			return nil, err
+		}
+	case hasBase:
 		v, ok, err := r.value(ch, bv, bo, depth+1)
 		if err != nil {
 			return nil, err
@@ -804,9 +978,14 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4`),
 		}
 		base = v
 	}
+	// The tail's slots beyond the log's tail count are left over from an
+	// earlier tail: only the first tail slots hold this log's items.
 	rows, err := r.tx.Query(r.ctx, r.s.d.q(`SELECT start, count, fmt, items, sizes FROM weft_checkpoint_chunks
-WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND start < $5 ORDER BY start`),
-		r.thread, r.ns, ch, logID, n)
+WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND start < $5
+UNION ALL SELECT start, count, fmt, items, sizes FROM weft_checkpoint_tails
+WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND slot < $6 AND start < $5 AND start >= $7
+ORDER BY 1`),
+		r.thread, r.ns, ch, logID, n, tail, sealed)
 	if err != nil {
 		return nil, err
 	}

@@ -19,21 +19,38 @@ var tables = []struct {
 }{
 	{"weft_checkpoints", []string{"ns", "checkpoint_id", "parent_id", "ts", "fmt", "metadata", "body", "refs"}, []string{"ts", "fmt"}},
 	{"weft_checkpoint_blobs", []string{"ns", "channel", "version", "origin", "kind", "fmt", "value", "log_id", "log_len"}, []string{"version", "kind", "fmt", "log_id", "log_len"}},
-	{"weft_checkpoint_logs", []string{"ns", "channel", "log_id", "base_version", "base_origin", "length", "appends", "depth"}, []string{"log_id", "base_version", "length", "appends", "depth"}},
+	{"weft_checkpoint_logs", []string{"ns", "channel", "log_id", "base_version", "base_origin", "base_log", "base_len", "length", "appends", "depth", "sealed", "tail"},
+		[]string{"log_id", "base_version", "base_log", "base_len", "length", "appends", "depth", "sealed", "tail"}},
 	{"weft_checkpoint_chunks", []string{"ns", "channel", "log_id", "start", "count", "level", "fmt", "items", "sizes"}, []string{"log_id", "start", "count", "level", "fmt"}},
+	{"weft_checkpoint_tails", []string{"ns", "channel", "log_id", "slot", "start", "count", "fmt", "items", "sizes"}, []string{"log_id", "slot", "start", "count", "fmt"}},
 	{"weft_checkpoint_writes", []string{"ns", "checkpoint_id", "task_id", "idx", "channel", "fmt", "value"}, []string{"idx", "fmt"}},
 }
 
 // DeleteThread implements checkpoint.Driver.
 func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
 	return s.db.Write(ctx, []string{threadID}, func(tx Tx) error {
-		for _, t := range tables {
-			if _, err := tx.Exec(ctx, s.d.q(`DELETE FROM `+t.name+` WHERE thread_id = $1`), threadID); err != nil {
-				return err
-			}
+		if err := s.checkFence(ctx, tx, threadID); err != nil {
+			return err
 		}
-		return nil
+		_, err := s.deleteAll(ctx, tx, threadID)
+		return err
 	})
+}
+
+// deleteAll deletes every row of a thread and returns how many
+// checkpoints it had.
+func (s *Store) deleteAll(ctx context.Context, tx Tx, threadID string) (int, error) {
+	n := 0
+	for _, t := range tables {
+		k, err := tx.Exec(ctx, s.d.q(`DELETE FROM `+t.name+` WHERE thread_id = $1`), threadID)
+		if err != nil {
+			return 0, err
+		}
+		if t.name == "weft_checkpoints" {
+			n = int(k)
+		}
+	}
+	return n, nil
 }
 
 // CopyThread implements checkpoint.Driver.
@@ -43,6 +60,9 @@ func (s *Store) CopyThread(ctx context.Context, from, to string) error {
 		keys = []string{to, from}
 	}
 	return s.db.Write(ctx, keys, func(tx Tx) error {
+		if err := s.checkFence(ctx, tx, keys...); err != nil {
+			return err
+		}
 		var one int64
 		ok, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoints WHERE thread_id = $1 LIMIT 1`), []any{from}, &one)
 		if err != nil {
@@ -158,11 +178,63 @@ type logKey struct {
 
 // Prune implements checkpoint.Driver. It deletes the checkpoints opts does
 // not keep and their pending writes, then every blob, log and chunk no kept
-// checkpoint can reach. A log that a kept value builds on is kept whole, so
-// a kept checkpoint never loses the base of its deltas.
+// checkpoint can reach (see collect).
 func (s *Store) Prune(ctx context.Context, threadID string, opts checkpoint.PruneOptions) (int, error) {
+	return s.drop(ctx, threadID, func(ns string, ids []string, times []time.Time) []bool {
+		return checkpoint.PruneKeeps(opts, ids, times)
+	})
+}
+
+// Rewind implements checkpoint.Driver.
+func (s *Store) Rewind(ctx context.Context, threadID, checkpointID string) (int, error) {
+	if checkpointID == "" {
+		n := 0
+		err := s.db.Write(ctx, []string{threadID}, func(tx Tx) error {
+			if err := s.checkFence(ctx, tx, threadID); err != nil {
+				return err
+			}
+			var err error
+			n, err = s.deleteAll(ctx, tx, threadID)
+			return err
+		})
+		return n, err
+	}
+	return s.drop(ctx, threadID, func(ns string, ids []string, _ []time.Time) []bool {
+		keep := make([]bool, len(ids))
+		for i, id := range ids {
+			keep[i] = id <= checkpointID
+		}
+		return keep
+	}, func(tx Tx) error {
+		var one int64
+		found, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoints WHERE thread_id = $1 AND ns = '' AND checkpoint_id = $2`), []any{threadID, checkpointID}, &one)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: rewind: thread %q has no checkpoint %q in its root graph", checkpoint.ErrNotFound, threadID, checkpointID)
+		}
+		// Writes to checkpoints never stored go too.
+		_, err = tx.Exec(ctx, s.d.q(`DELETE FROM weft_checkpoint_writes WHERE thread_id = $1 AND checkpoint_id > $2`), threadID, checkpointID)
+		return err
+	})
+}
+
+// drop deletes the checkpoints of each namespace that keep does not keep
+// (ids and times oldest first), with their pending writes, then collects
+// what no kept checkpoint needs. It returns how many checkpoints it
+// deleted. check, if given, runs first in the same transaction.
+func (s *Store) drop(ctx context.Context, threadID string, keep func(ns string, ids []string, times []time.Time) []bool, check ...func(Tx) error) (int, error) {
 	deleted := 0
 	err := s.db.Write(ctx, []string{threadID}, func(tx Tx) error {
+		if err := s.checkFence(ctx, tx, threadID); err != nil {
+			return err
+		}
+		for _, c := range check {
+			if err := c(tx); err != nil {
+				return err
+			}
+		}
 		q := s.d.q
 		type cpInfo struct {
 			id   string
@@ -194,7 +266,7 @@ func (s *Store) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		used := map[blobKey]bool{}
+		live := &reach{blobs: map[blobKey]bool{}, logs: map[logKey]int64{}}
 		for _, ns := range nsOrder {
 			list := byNS[ns]
 			ids := make([]string, len(list))
@@ -202,10 +274,10 @@ func (s *Store) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 			for i, c := range list {
 				ids[i], times[i] = c.id, c.ts
 			}
-			keep := checkpoint.PruneKeeps(opts, ids, times)
+			kept := keep(ns, ids, times)
 			var drop []string
 			for i, c := range list {
-				if !keep[i] {
+				if !kept[i] {
 					drop = append(drop, c.id)
 					continue
 				}
@@ -213,18 +285,21 @@ func (s *Store) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 				if err := json.Unmarshal(c.body, &b); err != nil {
 					return corrupt(threadID, ns, c.id, "checkpoint body", err)
 				}
-				refs := map[string]ref{}
-				if len(c.refs) > 0 {
-					if err := json.Unmarshal(c.refs, &refs); err != nil {
-						return corrupt(threadID, ns, c.id, "blob references", err)
-					}
+				refs, err := decodeRefs(threadID, ns, c.id, c.refs)
+				if err != nil {
+					return err
 				}
 				for ch, v := range b.CV {
-					k := blobKey{ns, ch, v, ""}
-					if r, ok := refs[ch]; ok && r.V == v {
-						k.origin = r.O
+					r, ok := refs[ch]
+					if !ok || r.V != v {
+						r = ref{V: v, Kind: refBlob}
 					}
-					used[k] = true
+					switch r.Kind {
+					case refBlob:
+						live.blobs[blobKey{ns, ch, v, r.O}] = true
+					case refLog:
+						live.log(logKey{ns, ch, r.L}, r.N)
+					}
 				}
 			}
 			for len(drop) > 0 {
@@ -247,28 +322,46 @@ func (s *Store) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 				}
 			}
 		}
-		return s.collect(ctx, tx, threadID, used)
+		return s.collect(ctx, tx, threadID, live)
 	})
 	return deleted, err
 }
 
-// collect deletes the blobs, logs and chunks of a thread that used (the
-// blobs kept checkpoints name) does not reach.
-func (s *Store) collect(ctx context.Context, tx Tx, threadID string, used map[blobKey]bool) error {
+// reach is what kept checkpoints need: blob rows, and how many items of
+// each log.
+type reach struct {
+	blobs map[blobKey]bool
+	logs  map[logKey]int64
+}
+
+// log records that the first n items of a log are needed, and reports
+// whether that is more than was known.
+func (r *reach) log(k logKey, n int64) bool {
+	if have, ok := r.logs[k]; ok && have >= n {
+		return false
+	}
+	r.logs[k] = n
+	return true
+}
+
+// collect deletes the blobs, logs and chunks of a thread that the kept
+// checkpoints (live) do not reach, through log pointers and the bases of
+// logs, and cuts each kept log after the last item anything needs, so
+// that the thread goes on appending to it.
+func (s *Store) collect(ctx context.Context, tx Tx, threadID string, live *reach) error {
 	q := s.d.q
 	type blobInfo struct {
-		kind int64
-		log  int64
+		kind, log, n int64
 	}
 	blobs := map[blobKey]blobInfo{}
-	rows, err := tx.Query(ctx, q(`SELECT ns, channel, version, origin, kind, COALESCE(log_id, 0) FROM weft_checkpoint_blobs WHERE thread_id = $1`), threadID)
+	rows, err := tx.Query(ctx, q(`SELECT ns, channel, version, origin, kind, COALESCE(log_id, 0), COALESCE(log_len, 0) FROM weft_checkpoint_blobs WHERE thread_id = $1`), threadID)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var k blobKey
 		var b blobInfo
-		if err := rows.Scan(&k.ns, &k.channel, &k.version, &k.origin, &b.kind, &b.log); err != nil {
+		if err := rows.Scan(&k.ns, &k.channel, &k.version, &k.origin, &b.kind, &b.log, &b.n); err != nil {
 			rows.Close()
 			return err
 		}
@@ -279,18 +372,22 @@ func (s *Store) collect(ctx context.Context, tx Tx, threadID string, used map[bl
 		return err
 	}
 	type logInfo struct {
-		hasBase bool
-		base    blobKey
+		hasBase, hasBaseLog bool
+		base                blobKey
+		baseLog, baseLen    int64
+		length, sealed      int64
+		tail                int64
 	}
 	logs := map[logKey]logInfo{}
-	rows, err = tx.Query(ctx, q(`SELECT ns, channel, log_id, base_version IS NOT NULL, COALESCE(base_version, 0), COALESCE(base_origin, '') FROM weft_checkpoint_logs WHERE thread_id = $1`), threadID)
+	rows, err = tx.Query(ctx, q(`SELECT ns, channel, log_id, base_version IS NOT NULL, COALESCE(base_version, 0), COALESCE(base_origin, ''),
+base_log IS NOT NULL, COALESCE(base_log, 0), COALESCE(base_len, 0), length, sealed, tail FROM weft_checkpoint_logs WHERE thread_id = $1`), threadID)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var k logKey
 		var l logInfo
-		if err := rows.Scan(&k.ns, &k.channel, &k.id, &l.hasBase, &l.base.version, &l.base.origin); err != nil {
+		if err := rows.Scan(&k.ns, &k.channel, &k.id, &l.hasBase, &l.base.version, &l.base.origin, &l.hasBaseLog, &l.baseLog, &l.baseLen, &l.length, &l.sealed, &l.tail); err != nil {
 			rows.Close()
 			return err
 		}
@@ -301,34 +398,48 @@ func (s *Store) collect(ctx context.Context, tx Tx, threadID string, used map[bl
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	// Mark: kept blobs, the logs they point into, those logs' bases, and so on.
+	// Mark: kept blobs and logs, the logs blobs point into, the bases of
+	// logs, and so on.
 	keepBlob := map[blobKey]bool{}
-	keepLog := map[logKey]bool{}
-	var queue []blobKey
-	for k := range used {
-		queue = append(queue, k)
+	var blobQueue []blobKey
+	for k := range live.blobs {
+		blobQueue = append(blobQueue, k)
 	}
-	for len(queue) > 0 {
-		k := queue[len(queue)-1]
-		queue = queue[:len(queue)-1]
-		if keepBlob[k] {
+	var logQueue []logKey
+	for k := range live.logs {
+		logQueue = append(logQueue, k)
+	}
+	for len(blobQueue) > 0 || len(logQueue) > 0 {
+		if n := len(blobQueue); n > 0 {
+			k := blobQueue[n-1]
+			blobQueue = blobQueue[:n-1]
+			b, ok := blobs[k]
+			if !ok || keepBlob[k] {
+				continue
+			}
+			keepBlob[k] = true
+			if b.kind == kindLog {
+				lk := logKey{k.ns, k.channel, b.log}
+				if live.log(lk, b.n) {
+					logQueue = append(logQueue, lk)
+				}
+			}
 			continue
 		}
-		b, ok := blobs[k]
+		lk := logQueue[len(logQueue)-1]
+		logQueue = logQueue[:len(logQueue)-1]
+		l, ok := logs[lk]
 		if !ok {
 			continue
 		}
-		keepBlob[k] = true
-		if b.kind != kindLog {
-			continue
+		if l.hasBase {
+			blobQueue = append(blobQueue, l.base)
 		}
-		lk := logKey{k.ns, k.channel, b.log}
-		if keepLog[lk] {
-			continue
-		}
-		keepLog[lk] = true
-		if l, ok := logs[lk]; ok && l.hasBase {
-			queue = append(queue, l.base)
+		if l.hasBaseLog {
+			bk := logKey{lk.ns, lk.channel, l.baseLog}
+			if live.log(bk, l.baseLen) {
+				logQueue = append(logQueue, bk)
+			}
 		}
 	}
 	// Sweep.
@@ -341,18 +452,117 @@ func (s *Store) collect(ctx context.Context, tx Tx, threadID string, used map[bl
 			return err
 		}
 	}
-	for k := range logs {
-		if keepLog[k] {
+	for k, l := range logs {
+		need, kept := live.logs[k]
+		if !kept {
+			for _, t := range []string{"weft_checkpoint_logs", "weft_checkpoint_chunks", "weft_checkpoint_tails"} {
+				if _, err := tx.Exec(ctx, q(`DELETE FROM `+t+` WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4`),
+					threadID, k.ns, k.channel, k.id); err != nil {
+					return err
+				}
+			}
 			continue
 		}
-		for _, t := range []string{"weft_checkpoint_logs", "weft_checkpoint_chunks"} {
-			if _, err := tx.Exec(ctx, q(`DELETE FROM `+t+` WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4`),
-				threadID, k.ns, k.channel, k.id); err != nil {
+		if need < l.length {
+			if err := s.truncate(ctx, tx, threadID, k, need, l.sealed, l.tail); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// truncate cuts a log to its first n items (n below its length): the
+// items after them are what only deleted checkpoints read. A chunk that
+// runs past n keeps its first items; the tail keeps its slots before n.
+func (s *Store) truncate(ctx context.Context, tx Tx, threadID string, k logKey, n, sealed, tail int64) error {
+	q := s.d.q
+	r := &reader{s: s, tx: tx, ctx: ctx, thread: threadID, ns: k.ns}
+	key := []any{threadID, k.ns, k.channel, k.id}
+	// The slots and chunks that straddle n: at most one of each.
+	type cut struct {
+		table, where string
+		c            chunk
+	}
+	var cuts []cut
+	for _, t := range []struct {
+		table, where string
+		args         []any
+	}{
+		{"weft_checkpoint_chunks", ``, []any{threadID, k.ns, k.channel, k.id, n}},
+		{"weft_checkpoint_tails", ` AND slot < $6`, []any{threadID, k.ns, k.channel, k.id, n, tail}},
+	} {
+		rows, err := tx.Query(ctx, q(`SELECT start, count, fmt, items, sizes FROM `+t.table+`
+WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND start < $5 AND start + count > $5`+t.where), t.args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c chunk
+			if err := rows.Scan(&c.start, &c.count, &c.fmt, &c.items, &c.sizes); err != nil {
+				rows.Close()
+				return err
+			}
+			where := ""
+			if t.where != "" {
+				where = ` AND slot < $10`
+			}
+			cuts = append(cuts, cut{t.table, where, c})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for _, ct := range cuts {
+		c := ct.c
+		items, err := decode(c.items, c.fmt)
+		if err != nil {
+			return r.bad(k.channel, "log %d chunk at %d: %v", k.id, c.start, err)
+		}
+		c.items = items
+		keep := n - c.start
+		data, err := c.prefix(keep)
+		if err != nil {
+			return r.bad(k.channel, "log %d chunk at %d: %v", k.id, c.start, err)
+		}
+		sizes, err := c.sizesPrefix(keep)
+		if err != nil {
+			return r.bad(k.channel, "log %d chunk at %d: %v", k.id, c.start, err)
+		}
+		stored, f := encode(data)
+		// Only the tail's current slots: a left-over one may have the
+		// same start.
+		args := []any{threadID, k.ns, k.channel, k.id, c.start, keep, f, stored, sizes}
+		if ct.where != "" {
+			args = append(args, tail)
+		}
+		if _, err := tx.Exec(ctx, q(`UPDATE `+ct.table+` SET count = $6, fmt = $7, items = $8, sizes = $9
+WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND start = $5`+ct.where), args...); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, q(`DELETE FROM weft_checkpoint_chunks WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND start >= $5`), append(key, n)...); err != nil {
+		return err
+	}
+	// The tail's slots before n stay; the rest are left over.
+	newTail := int64(0)
+	if n > sealed {
+		var cnt int64
+		if _, err := queryRow(ctx, tx, q(`SELECT COUNT(*) FROM weft_checkpoint_tails
+WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND slot < $5 AND start < $6`), append(key, tail, n), &cnt); err != nil {
+			return err
+		}
+		newTail = cnt
+	} else {
+		sealed = n
+	}
+	if _, err := tx.Exec(ctx, q(`DELETE FROM weft_checkpoint_tails WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND slot >= $5`), append(key, newTail)...); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, q(`UPDATE weft_checkpoint_logs SET length = $5, sealed = $6, tail = $7 WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4`),
+		append(key, n, sealed, newTail)...)
+	return err
 }
 
 // Stats describes what a thread's rows hold.
@@ -361,6 +571,7 @@ type Stats struct {
 	Blobs       int64 `json:"blobs"`
 	Logs        int64 `json:"logs"`
 	Chunks      int64 `json:"chunks"`
+	Tails       int64 `json:"tails"`
 	Writes      int64 `json:"writes"`
 	// Bytes is the sum of the stored sizes of every column of the thread's
 	// rows (the thread id column excluded, as it is the same in each row),
@@ -404,6 +615,8 @@ func (s *Store) Stats(ctx context.Context, threadID string) (Stats, error) {
 				st.Logs = n
 			case "weft_checkpoint_chunks":
 				st.Chunks = n
+			case "weft_checkpoint_tails":
+				st.Tails = n
 			case "weft_checkpoint_writes":
 				st.Writes = n
 			}

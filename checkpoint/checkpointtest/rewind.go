@@ -1,0 +1,291 @@
+package checkpointtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
+)
+
+// keptUpTo is the part of a dump a rewind to id keeps: every checkpoint,
+// in every namespace, whose id is not greater.
+func keptUpTo(tps []*checkpoint.Tuple, id string) []*checkpoint.Tuple {
+	var out []*checkpoint.Tuple
+	for _, tp := range tps {
+		if id != "" && tp.Config.CheckpointID <= id {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// Rewind deletes the checkpoints after the one it is given, in every
+// namespace, with their pending writes; the kept ones read back exactly
+// as before, values built from deltas included, and the thread goes on
+// from the rewound checkpoint.
+func testRewind(t *testing.T, s *checkpoint.Saver) {
+	h := newHistory(t, s, "r")
+	cur := h.step(nil, []string{msg(0, "m")}, false)
+	var mid *node
+	var subID string
+	for i := 1; i < 90; i++ {
+		cur = h.step(cur, []string{msg(i, "m")}, i == 40)
+		if i == 55 {
+			mid = cur
+		}
+		if i == 30 || i == 70 {
+			// A subgraph checkpoint before and after the rewind point.
+			mustPut(t, s, "r", "sub:"+fmt.Sprint(i), "", cp(cur.id+"-sub", map[string]int64{"s": 1}, nil), checkpoint.Metadata{Parents: map[string]string{"": cur.id}}, full("s", 1, `"sub"`))
+			if subID == "" {
+				subID = cur.id + "-sub"
+			}
+		}
+	}
+	for _, id := range []string{mid.id, cur.id} {
+		if err := s.PutWrites(bg, checkpoint.Config{ThreadID: "r", CheckpointID: id}, "task", []checkpoint.PendingWrite{{Channel: "messages", Value: []byte(`"w"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buildThread(t, s, "other")
+	other := dump(t, s, "other")
+	before := dump(t, s, "r")
+	want := keptUpTo(before, mid.id)
+
+	n, err := s.Rewind(bg, "r", mid.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(before)-len(want) {
+		t.Fatalf("Rewind deleted %d checkpoints; want %d", n, len(before)-len(want))
+	}
+	if d := diffTuples(want, dump(t, s, "r")); d != "" {
+		t.Fatalf("after Rewind (-want +got):\n%s", d)
+	}
+	if d := diffTuples(other, dump(t, s, "other")); d != "" {
+		t.Fatalf("Rewind changed another thread (-want +got):\n%s", d)
+	}
+	logs := func() int64 {
+		d, ok := s.Driver().(chunked)
+		if !ok {
+			return 0
+		}
+		st, err := d.Stats(bg, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Logs
+	}
+	logsBefore := logs()
+	// The thread goes on from the rewound checkpoint, appending to its
+	// log as if nothing had come after it.
+	h.want = map[string]map[string]string{}
+	for _, tp := range want {
+		if tp.Config.Namespace == "" {
+			h.want[tp.Config.CheckpointID] = h.render(h.nodes[tp.Config.CheckpointID])
+		}
+	}
+	next := mid
+	for i := range 40 {
+		next = h.step(next, []string{msg(i, "again")}, false)
+	}
+	h.check()
+	if got := logs(); got != logsBefore {
+		t.Fatalf("continuing after Rewind made %d message logs; want the %d it had (the rewound log goes on)", got, logsBefore)
+	}
+
+	// A checkpoint the root graph does not have deletes nothing.
+	before = dump(t, s, "r")
+	for _, id := range []string{"nope", subID} {
+		_, err = s.Rewind(bg, "r", id)
+		wantErr(t, err, checkpoint.ErrNotFound, "Rewind to "+id)
+	}
+	if d := diffTuples(before, dump(t, s, "r")); d != "" {
+		t.Fatalf("a failed Rewind changed the thread (-want +got):\n%s", d)
+	}
+	// No checkpoint id: the whole thread goes.
+	n, err = s.Rewind(bg, "r", "")
+	if err != nil || n != len(before) {
+		t.Fatalf("Rewind to nothing = %d, %v; want %d, nil", n, err, len(before))
+	}
+	if got := dump(t, s, "r"); len(got) != 0 {
+		t.Fatalf("%d checkpoints left after Rewind to nothing", len(got))
+	}
+	for _, ti := range collect(t, s.ListThreads(bg, checkpoint.ThreadFilter{})) {
+		if ti.ThreadID == "r" {
+			t.Fatal("a thread rewound to nothing is still listed")
+		}
+	}
+	// Starting again from nothing works, deltas included.
+	buildThread(t, s, "r")
+	_, err = s.Rewind(bg, "", "x")
+	wantErr(t, err, checkpoint.ErrInvalid, "Rewind without a thread")
+}
+
+// A long conversation through the graph runtime (message lists stored as
+// appended items), rewound into its middle as a server's rollback would,
+// goes on from there with exactly the state it had then.
+func testGraphRewind(t *testing.T, s *checkpoint.Saver) {
+	var turns int
+	g, err := graph.New(Messages).
+		AddNode("answer", func(ctx context.Context, st graph.State) (graph.Update, error) {
+			turns++
+			last := Messages.Get(st)[len(Messages.Get(st))-1]
+			return Messages.Write(Msg{Text: fmt.Sprintf("re:%s:%d", last.Text, turns)}), nil
+		}, nil).
+		AddEdge(graph.START, "answer").
+		Compile(&graph.CompileOptions{Checkpointer: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &graph.RunOptions{ThreadID: "chat"}
+	say := func(text string) graph.State {
+		t.Helper()
+		st, err := g.Invoke(bg, Messages.Write(Msg{Text: text}), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	var mark checkpoint.Config
+	var markTexts string
+	for i := range 70 {
+		st := say(fmt.Sprintf("q%d", i))
+		if i == 40 {
+			snap, err := g.GetState(bg, checkpoint.Config{ThreadID: "chat"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mark, markTexts = snap.Config, texts(st)
+		}
+	}
+	// A run that is rolled back: it holds the thread's lease, as a
+	// server's run does, and the rollback runs under it.
+	l, err := s.Acquire(bg, "chat", checkpoint.LeaseOptions{RunID: "rolled-back"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := checkpoint.WithLease(bg, l)
+	if _, err := g.Invoke(ctx, Messages.Write(Msg{Text: "doomed"}), opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rewind(ctx, "chat", mark.CheckpointID); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := g.GetState(bg, checkpoint.Config{ThreadID: "chat"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Config.CheckpointID != mark.CheckpointID || texts(snap.Values) != markTexts {
+		t.Fatalf("after the rewind the thread is at %s with %s; want %s with %s", snap.Config.CheckpointID, texts(snap.Values), mark.CheckpointID, markTexts)
+	}
+	st := say("after")
+	want := markTexts + ",after,re:after:" + fmt.Sprint(turns)
+	if got := texts(st); got != want {
+		t.Fatalf("the thread after the rewind goes on as %s; want %s", got, want)
+	}
+	for i := range 40 {
+		st = say(fmt.Sprintf("more%d", i))
+	}
+	if got := Messages.Get(st); len(got) != 2*(41+1+40) {
+		t.Fatalf("%d messages after going on; want %d", len(got), 2*(41+1+40))
+	}
+	// Every checkpoint of the history still reads back whole.
+	for snap, err := range g.GetStateHistory(bg, "chat", nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs := Messages.Get(snap.Values); len(msgs) > 0 && strings.Contains(texts(snap.Values), "doomed") {
+			t.Fatalf("checkpoint %s still holds the rolled-back turn", snap.Config.CheckpointID)
+		}
+	}
+}
+
+// The operations on whole threads own the thread while they run: while
+// another run holds it they fail with a *BusyError and change nothing;
+// with that run's lease in their context they are fenced by it; and with
+// a lost lease they fail with ErrLeaseLost and change nothing.
+func testThreadOpsOwnership(t *testing.T, s *checkpoint.Saver) {
+	buildThread(t, s, "t")
+	buildThread(t, s, "u")
+	latest := mustGet(t, s, "t", "", "").Config.CheckpointID
+	ops := []struct {
+		name string
+		fn   func(ctx context.Context) error
+	}{
+		{"DeleteThread", func(ctx context.Context) error { return s.DeleteThread(ctx, "t") }},
+		{"Prune", func(ctx context.Context) error {
+			_, err := s.Prune(ctx, "t", checkpoint.PruneOptions{KeepLatest: 5})
+			return err
+		}},
+		{"Rewind", func(ctx context.Context) error { _, err := s.Rewind(ctx, "t", latest); return err }},
+		{"CopyThread from it", func(ctx context.Context) error { return s.CopyThread(ctx, "t", "copy") }},
+		{"CopyThread onto it", func(ctx context.Context) error { return s.CopyThread(ctx, "u", "t") }},
+	}
+	holder := acquire(t, s, "t", checkpoint.LeaseOptions{RunID: "holder"})
+	before := map[string][]*checkpoint.Tuple{"t": dump(t, s, "t"), "u": dump(t, s, "u"), "copy": nil}
+	unchanged := func(what string) {
+		t.Helper()
+		for th, tps := range before {
+			if d := diffTuples(tps, dump(t, s, th)); d != "" {
+				t.Fatalf("%s changed thread %q (-before +after):\n%s", what, th, d)
+			}
+		}
+	}
+	for _, op := range ops {
+		err := op.fn(bg)
+		var be *checkpoint.BusyError
+		if !errors.As(err, &be) || !errors.Is(err, checkpoint.ErrThreadBusy) || be.ThreadID != "t" || be.RunID != "holder" {
+			t.Fatalf("%s while another run holds the thread = %v; want a *BusyError naming thread \"t\" and run \"holder\"", op.name, err)
+		}
+		unchanged(op.name + " on a busy thread")
+	}
+	// An operation that failed busy took no lease: the thread's other
+	// side is free again.
+	acquire(t, s, "u", checkpoint.LeaseOptions{}).Release(bg)
+
+	// Under the holder's lease, they run, fenced by it.
+	ctx := checkpoint.WithLease(bg, holder)
+	if err := s.CopyThread(ctx, "t", "copy"); err != nil {
+		t.Fatalf("CopyThread under the holder's lease: %v", err)
+	}
+	if _, err := s.Prune(ctx, "t", checkpoint.PruneOptions{KeepLatest: 30}); err != nil {
+		t.Fatalf("Prune under the holder's lease: %v", err)
+	}
+	if _, err := s.Rewind(ctx, "t", latest); err != nil {
+		t.Fatalf("Rewind under the holder's lease: %v", err)
+	}
+	if holder.Err() != nil {
+		t.Fatalf("the holder's lease after the operations: %v", holder.Err())
+	}
+	// The copy's lease, taken for the copy, was given back.
+	acquire(t, s, "copy", checkpoint.LeaseOptions{}).Release(bg)
+
+	// The holder's lease vanishes (as when it expired): under it, every
+	// operation fails and changes nothing.
+	if err := s.Driver().ReleaseLease(bg, "t", holder.Owner()); err != nil {
+		t.Fatal(err)
+	}
+	before = map[string][]*checkpoint.Tuple{"t": dump(t, s, "t"), "u": dump(t, s, "u"), "copy2": nil}
+	ops[3].fn = func(ctx context.Context) error { return s.CopyThread(ctx, "t", "copy2") }
+	for _, op := range ops {
+		err := op.fn(ctx)
+		wantErr(t, err, checkpoint.ErrLeaseLost, op.name+" under a lost lease")
+		unchanged(op.name + " under a lost lease")
+	}
+	if !errors.Is(holder.Err(), checkpoint.ErrLeaseLost) {
+		t.Fatalf("the lost lease's Err = %v; want ErrLeaseLost", holder.Err())
+	}
+	// Free threads: the operations take and give back the lease
+	// themselves.
+	if err := s.DeleteThread(bg, "u"); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, s, "u", checkpoint.LeaseOptions{}).Release(bg)
+}
