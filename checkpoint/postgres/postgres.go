@@ -90,10 +90,11 @@ func OpenOptions(ctx context.Context, url string, opts Options) (*Driver, error)
 // pooler sits in front of the database.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	d := &Driver{pool: pool}
-	d.Store = sqlstore.New(pgDB{pool}, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
+	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconn.Describe(pool.Config().ConnConfig)}
+	d.Store = sqlstore.New(db, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("checkpoint/postgres: connecting: %w", err)
+		return nil, db.explain(err)
 	}
 	if !opts.SkipMigrate {
 		if err := d.Migrate(ctx); err != nil {
@@ -141,11 +142,31 @@ var Dialect = &sqlstore.Dialect{
 	},
 }
 
-type pgDB struct{ pool *pgxpool.Pool }
+type pgDB struct {
+	pool *pgxpool.Pool
+	// what names the database in errors (pgconn.Describe).
+	what string
+}
+
+// explain names the database in an error of the server or the connection,
+// with what failed (a read-only database, a full disk, a missing
+// permission); the errors the store makes itself pass as they are.
+func (p pgDB) explain(err error) error {
+	for _, own := range []error{checkpoint.ErrInvalid, checkpoint.ErrLeaseLost, checkpoint.ErrCorrupt, checkpoint.ErrNotFound} {
+		if errors.Is(err, own) {
+			return err
+		}
+	}
+	return pgconn.Explain(p.what, err)
+}
 
 // Write begins the transaction and takes the advisory locks in one round
 // trip, then runs fn.
-func (p pgDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) (err error) {
+func (p pgDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) error {
+	return p.explain(p.write(ctx, keys, fn))
+}
+
+func (p pgDB) write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) (err error) {
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -180,9 +201,9 @@ func (p pgDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) err
 }
 
 func (p pgDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	return p.explain(pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		return fn(pgTx{tx.Conn()})
-	})
+	}))
 }
 
 // WriteOne runs one statement outside an explicit transaction: one round
@@ -190,14 +211,14 @@ func (p pgDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 func (p pgDB) WriteOne(ctx context.Context, query string, args []any, dest ...any) (int64, error) {
 	if len(dest) == 0 {
 		tag, err := p.pool.Exec(ctx, query, args...)
-		return tag.RowsAffected(), err
+		return tag.RowsAffected(), p.explain(err)
 	}
 	err := p.pool.QueryRow(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, p.explain(err)
 	}
 	return 1, nil
 }

@@ -21,13 +21,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
@@ -75,6 +76,12 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 
 // OpenOptions is Open with options.
 func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error) {
+	return openOptions(ctx, path, opts, nil)
+}
+
+// openOptions is OpenOptions with pragmas of the caller's added to every
+// connection's (tests limit the file's size with max_page_count).
+func openOptions(ctx context.Context, path string, opts Options, pragmas []string) (*Driver, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: sqlite.Open needs a file path, got none", checkpoint.ErrInvalid)
 	}
@@ -97,6 +104,9 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+opts.Synchronous+")")
 	q.Add("_pragma", "foreign_keys(OFF)")
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
 	// Write transactions take the write lock when they begin, so two
 	// writers never deadlock upgrading read locks; read-only transactions
 	// stay deferred.
@@ -112,15 +122,16 @@ func OpenOptions(ctx context.Context, path string, opts Options) (*Driver, error
 	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(0)
 	d := &Driver{db: db, path: path}
-	d.Store = sqlstore.New(&sqlDB{db: db, wlock: make(chan struct{}, 1)}, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
+	d.Store = sqlstore.New(&sqlDB{db: db, path: path, wlock: make(chan struct{}, 1)}, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, sqlitefile.ExplainUnwritable(path, err))
 	}
 	if !opts.SkipMigrate {
 		if err := d.Migrate(ctx); err != nil {
+			// Named and explained by sqlDB.
 			db.Close()
-			return nil, sqlitefile.ExplainUnwritable(path, err)
+			return nil, err
 		}
 	}
 	return d, nil
@@ -153,14 +164,30 @@ var Dialect = &sqlstore.Dialect{
 
 // sqlDB adapts database/sql to sqlstore.DB.
 type sqlDB struct {
-	db *sql.DB
+	db   *sql.DB
+	path string
 	// wlock serializes this process's writers, so they queue here instead
 	// of sleeping in SQLite's busy handler; other processes are kept out
 	// by BEGIN IMMEDIATE and wait under busy_timeout.
 	wlock chan struct{}
 }
 
-func (s *sqlDB) Write(ctx context.Context, _ []string, fn func(sqlstore.Tx) error) error {
+// explain names the file in an error of SQLite, and says what made it
+// unwritable when that is why (a full disk, a read-only file or
+// directory); the errors the store makes itself pass as they are.
+func (s *sqlDB) explain(err error) error {
+	var se *sqlite3.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	return fmt.Errorf("checkpoint/sqlite: %s: %w", s.path, sqlitefile.ExplainUnwritable(s.path, err))
+}
+
+func (s *sqlDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) error {
+	return s.explain(s.write(ctx, keys, fn))
+}
+
+func (s *sqlDB) write(ctx context.Context, _ []string, fn func(sqlstore.Tx) error) error {
 	select {
 	case s.wlock <- struct{}{}:
 	case <-ctx.Done():
@@ -191,10 +218,10 @@ func (s *sqlDB) WriteOne(ctx context.Context, query string, args []any, dest ...
 func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return err
+		return s.explain(err)
 	}
 	defer tx.Rollback()
-	return fn(sqlTx{tx})
+	return s.explain(fn(sqlTx{tx}))
 }
 
 type sqlTx struct{ tx *sql.Tx }

@@ -106,24 +106,30 @@ func TestPathWithURICharacters(t *testing.T) {
 func TestCorruptRow(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "weft.db")
-	d, err := sqlite.Open(ctx, path)
+	// N = 2: the second append seals the tail into a chunk.
+	d, err := sqlite.OpenOptions(ctx, path, sqlite.Options{SnapshotEvery: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	s := checkpoint.New(d)
-	cp := &checkpoint.Checkpoint{V: 1, ID: "c1", Versions: map[string]int64{"msgs": 1, "plan": 1}}
-	if _, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"}, cp, checkpoint.Metadata{}, []checkpoint.Blob{
-		{Channel: "msgs", Version: 1, Value: json.RawMessage(`["a"]`)}, {Channel: "plan", Version: 1, Value: json.RawMessage(`{"p":1}`)},
-	}); err != nil {
-		t.Fatal(err)
+	long := `"` + strings.Repeat("a", 40) + `"`
+	put := func(parent, id string, msgs int64, blobs ...checkpoint.Blob) {
+		t.Helper()
+		cp := &checkpoint.Checkpoint{V: 1, ID: id, Versions: map[string]int64{"msgs": msgs, "plan": 1}}
+		if _, err := s.Put(ctx, checkpoint.Config{ThreadID: "t", CheckpointID: parent}, cp, checkpoint.Metadata{}, blobs); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cp2 := &checkpoint.Checkpoint{V: 1, ID: "c2", Versions: map[string]int64{"msgs": 2, "plan": 1}}
-	if _, err := s.Put(ctx, checkpoint.Config{ThreadID: "t", CheckpointID: "c1"}, cp2, checkpoint.Metadata{}, []checkpoint.Blob{
-		{Channel: "msgs", Version: 2, BaseVersion: 1, Appended: []json.RawMessage{json.RawMessage(`"b"`)}},
-	}); err != nil {
-		t.Fatal(err)
+	appendItem := func(v int64, item string) checkpoint.Blob {
+		return checkpoint.Blob{Channel: "msgs", Version: v, BaseVersion: v - 1, Appended: []json.RawMessage{json.RawMessage(item)}}
 	}
+	// Values longer than the inline limit, so they have rows of their own.
+	put("", "c1", 1, checkpoint.Blob{Channel: "msgs", Version: 1, Value: json.RawMessage(`[` + long + `]`)},
+		checkpoint.Blob{Channel: "plan", Version: 1, Value: json.RawMessage(`{"p":` + long + `}`)})
+	put("c1", "c2", 2, appendItem(2, `"b"`)) // the tail's first slot
+	put("c2", "c3", 3, appendItem(3, `"c"`)) // sealed into a chunk with b
+	put("c3", "c4", 4, appendItem(4, `"d"`)) // a slot of the next tail
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +138,16 @@ func TestCorruptRow(t *testing.T) {
 	for _, c := range []struct {
 		name, stmt, id, what string
 	}{
-		{"chunk damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'ff'`, "c2", `channel "msgs"`},
-		{"item size 2^63", `UPDATE weft_checkpoint_chunks SET sizes = X'80808080808080808001', items = X'2262'`, "c2", `channel "msgs"`},
-		{"chunk items damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'01', items = X'7b'`, "c2", `channel "msgs"`},
+		{"chunk damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'ff'`, "c3", `channel "msgs"`},
+		{"item size 2^63", `UPDATE weft_checkpoint_chunks SET sizes = X'80808080808080808001', items = X'2262'`, "c3", `channel "msgs"`},
+		{"chunk items damaged", `UPDATE weft_checkpoint_chunks SET sizes = X'01', items = X'7b'`, "c3", `channel "msgs"`},
+		{"tail slot damaged", `UPDATE weft_checkpoint_tails SET sizes = X'ff'`, "c4", `channel "msgs"`},
+		{"tail items damaged", `UPDATE weft_checkpoint_tails SET sizes = X'01', items = X'7b'`, "c4", `channel "msgs"`},
 		{"log base not an array", `UPDATE weft_checkpoint_blobs SET value = X'7b7d' WHERE channel = 'msgs' AND version = 1`, "c2", `channel "msgs"`},
+		{"log missing", `UPDATE weft_checkpoint_logs SET log_id = 7`, "c2", `channel "msgs"`},
 		{"value not JSON", `UPDATE weft_checkpoint_blobs SET value = X'7b7b' WHERE channel = 'plan'`, "c1", `channel "plan"`},
 		{"unknown format", `UPDATE weft_checkpoint_blobs SET fmt = 9 WHERE channel = 'plan'`, "c1", `channel "plan"`},
+		{"refs damaged", `UPDATE weft_checkpoints SET refs = X'7b2261223a5b315d7d' WHERE checkpoint_id = 'c2'`, "c2", `blob references`},
 		{"body damaged", `UPDATE weft_checkpoints SET body = X'00' WHERE checkpoint_id = 'c2'`, "c2", `checkpoint body`},
 	} {
 		if _, err := db.Exec(c.stmt); err != nil {

@@ -3,9 +3,13 @@
 package pgconn
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -23,4 +27,53 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	return pc, nil
+}
+
+// Describe names the database a configuration connects to, for errors:
+// `database "weft" on 10.0.0.5:5432 as user "app"`, never the password.
+func Describe(cfg *pgx.ConnConfig) string {
+	host := cfg.Host
+	if strings.HasPrefix(host, "/") {
+		host = "socket " + host
+	}
+	return fmt.Sprintf("database %q on %s:%d as user %q", cfg.Database, host, cfg.Port, cfg.User)
+}
+
+// Explain wraps err, an error of the server or the connection to the
+// database that what describes (Describe), with what failed in words a
+// user can act on, for the SQLSTATEs that say the database cannot be
+// written or reached. Context errors and nil are returned as they are.
+func Explain(what string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("%s: cannot connect: %w", what, err)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	hint := ""
+	switch pe.Code {
+	case "25006": // read_only_sql_transaction
+		hint = "the database is read-only (default_transaction_read_only is on, or the server is a standby)"
+	case "53100": // disk_full
+		hint = "the server's disk is full"
+	case "42501": // insufficient_privilege
+		hint = "the user lacks a permission weft needs"
+	case "53300": // too_many_connections
+		hint = "the server has no free connection"
+	case "3D000": // invalid_catalog_name
+		hint = "the database does not exist"
+	case "57P03": // cannot_connect_now
+		hint = "the server is starting up or shutting down"
+	case "28P01", "28000": // invalid_password, invalid_authorization_specification
+		hint = "the server refused the login"
+	}
+	if hint == "" {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %s: %w", what, hint, err)
 }

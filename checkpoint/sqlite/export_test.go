@@ -1,0 +1,5 @@
+package sqlite
+
+// OpenWithPragmas opens like OpenOptions, with pragmas added to every
+// connection's.
+var OpenWithPragmas = openOptions

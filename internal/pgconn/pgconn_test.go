@@ -1,0 +1,54 @@
+package pgconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Describe names the database, host, port and user, never the password.
+func TestDescribe(t *testing.T) {
+	cfg, err := PoolConfig("postgres://app:s3cret@db.example:6543/weft?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Describe(cfg.ConnConfig)
+	if want := `database "weft" on db.example:6543 as user "app"`; got != want {
+		t.Fatalf("Describe = %q; want %q", got, want)
+	}
+}
+
+// Explain says what a server error means for a store that must write, and
+// keeps the error for errors.As; the caller's context errors pass as they
+// are.
+func TestExplain(t *testing.T) {
+	const what = `database "weft" on h:5432 as user "u"`
+	cases := []struct {
+		code, want string
+	}{
+		{"25006", "read-only"},
+		{"53100", "disk is full"},
+		{"42501", "lacks a permission"},
+		{"3D000", "does not exist"},
+		{"23505", ""}, // a unique violation: nothing to add
+	}
+	for _, c := range cases {
+		err := Explain(what, fmt.Errorf("inserting: %w", &pgconn.PgError{Code: c.code, Message: "m"}))
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != c.code {
+			t.Errorf("%s: %v does not wrap the server's error", c.code, err)
+		}
+		if !strings.HasPrefix(err.Error(), what+": ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %q; want it to start with the database and say %q", c.code, err, c.want)
+		}
+	}
+	for _, err := range []error{nil, context.Canceled, fmt.Errorf("x: %w", context.DeadlineExceeded)} {
+		if got := Explain(what, err); got != err {
+			t.Errorf("Explain(%v) = %v; want it unchanged", err, got)
+		}
+	}
+}
