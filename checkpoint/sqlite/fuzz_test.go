@@ -12,62 +12,75 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/sqlite"
+	"github.com/weftlabs/weft/internal/sqlitetest"
 )
 
-// fuzzColumns are the stored columns FuzzStoredRows overwrites. Each keeps
-// the type its schema gives it (as PostgreSQL enforces): integers stay
-// integers and bytes stay bytes, whatever their contents.
-var fuzzColumns = []struct {
-	table, col string
-	kind       byte // 'i' integer, 'b' bytes, 't' text
-}{
-	{"weft_checkpoints", "ts", 'i'},
-	{"weft_checkpoints", "fmt", 'i'},
-	{"weft_checkpoints", "metadata", 't'},
-	{"weft_checkpoints", "body", 'b'},
-	{"weft_checkpoints", "refs", 'b'},
-	{"weft_checkpoints", "parent_id", 't'},
-	{"weft_checkpoint_blobs", "version", 'i'},
-	{"weft_checkpoint_blobs", "origin", 't'},
-	{"weft_checkpoint_blobs", "kind", 'i'},
-	{"weft_checkpoint_blobs", "fmt", 'i'},
-	{"weft_checkpoint_blobs", "value", 'b'},
-	{"weft_checkpoint_blobs", "log_id", 'i'},
-	{"weft_checkpoint_blobs", "log_len", 'i'},
-	{"weft_checkpoint_logs", "log_id", 'i'},
-	{"weft_checkpoint_logs", "base_version", 'i'},
-	{"weft_checkpoint_logs", "base_origin", 't'},
-	{"weft_checkpoint_logs", "length", 'i'},
-	{"weft_checkpoint_logs", "depth", 'i'},
-	{"weft_checkpoint_chunks", "log_id", 'i'},
-	{"weft_checkpoint_chunks", "start", 'i'},
-	{"weft_checkpoint_chunks", "count", 'i'},
-	{"weft_checkpoint_chunks", "fmt", 'i'},
-	{"weft_checkpoint_chunks", "items", 'b'},
-	{"weft_checkpoint_chunks", "sizes", 'b'},
-	{"weft_checkpoint_writes", "fmt", 'i'},
-	{"weft_checkpoint_writes", "value", 'b'},
-	{"weft_checkpoint_writes", "channel", 't'},
+// fuzzColumns are the stored columns FuzzStoredRows overwrites.
+var fuzzColumns = []sqlitetest.Column{
+	{Table: "weft_checkpoints", Col: "ts", Kind: 'i'},
+	{Table: "weft_checkpoints", Col: "fmt", Kind: 'i'},
+	{Table: "weft_checkpoints", Col: "metadata", Kind: 't'},
+	{Table: "weft_checkpoints", Col: "body", Kind: 'b'},
+	{Table: "weft_checkpoints", Col: "refs", Kind: 'b'},
+	{Table: "weft_checkpoints", Col: "parent_id", Kind: 't'},
+	{Table: "weft_checkpoint_blobs", Col: "version", Kind: 'i'},
+	{Table: "weft_checkpoint_blobs", Col: "origin", Kind: 't'},
+	{Table: "weft_checkpoint_blobs", Col: "kind", Kind: 'i'},
+	{Table: "weft_checkpoint_blobs", Col: "fmt", Kind: 'i'},
+	{Table: "weft_checkpoint_blobs", Col: "value", Kind: 'b'},
+	{Table: "weft_checkpoint_blobs", Col: "log_id", Kind: 'i'},
+	{Table: "weft_checkpoint_blobs", Col: "log_len", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "log_id", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "base_version", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "base_origin", Kind: 't'},
+	{Table: "weft_checkpoint_logs", Col: "base_log", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "base_len", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "length", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "depth", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "sealed", Kind: 'i'},
+	{Table: "weft_checkpoint_logs", Col: "tail", Kind: 'i'},
+	{Table: "weft_checkpoint_chunks", Col: "log_id", Kind: 'i'},
+	{Table: "weft_checkpoint_chunks", Col: "start", Kind: 'i'},
+	{Table: "weft_checkpoint_chunks", Col: "count", Kind: 'i'},
+	{Table: "weft_checkpoint_chunks", Col: "fmt", Kind: 'i'},
+	{Table: "weft_checkpoint_chunks", Col: "items", Kind: 'b'},
+	{Table: "weft_checkpoint_chunks", Col: "sizes", Kind: 'b'},
+	{Table: "weft_checkpoint_tails", Col: "slot", Kind: 'i'},
+	{Table: "weft_checkpoint_tails", Col: "start", Kind: 'i'},
+	{Table: "weft_checkpoint_tails", Col: "count", Kind: 'i'},
+	{Table: "weft_checkpoint_tails", Col: "fmt", Kind: 'i'},
+	{Table: "weft_checkpoint_tails", Col: "items", Kind: 'b'},
+	{Table: "weft_checkpoint_tails", Col: "sizes", Kind: 'b'},
+	{Table: "weft_checkpoint_writes", Col: "fmt", Kind: 'i'},
+	{Table: "weft_checkpoint_writes", Col: "value", Kind: 'b'},
+	{Table: "weft_checkpoint_writes", Col: "channel", Kind: 't'},
 }
 
-// fuzzThread writes a thread that uses every stored form: whole values,
-// compressed values, an empty marker, a message log with merged chunks, a
-// fork of the log (a log with a base), and pending writes.
+// fuzzThread writes a thread that uses every stored form: whole values in
+// rows, compressed ones, values kept in the checkpoint row (an empty
+// marker, a small value, log pointers), a message log based on a row with
+// sealed chunks and tail slots, a fork of the log (a log based on a log
+// prefix), and pending writes, several in one row.
 func fuzzThread(ctx context.Context, d *sqlite.Driver) error {
 	s := checkpoint.New(d)
 	big := json.RawMessage(`"` + strings.Repeat("a long and repetitive message ", 40) + `"`)
+	vers := func(msgs int64) map[string]int64 {
+		return map[string]int64{"msgs": msgs, "big": 1, "none": 1, "small": 1}
+	}
 	put := func(parent, id string, vers map[string]int64, blobs ...checkpoint.Blob) error {
 		cp := &checkpoint.Checkpoint{V: 1, ID: id, Versions: vers}
 		meta := checkpoint.Metadata{Source: "loop", Step: len(id), Extra: map[string]any{"k": id}}
 		_, err := s.Put(ctx, checkpoint.Config{ThreadID: "t", CheckpointID: parent}, cp, meta, blobs)
 		return err
 	}
-	if err := put("", "c01", map[string]int64{"msgs": 1, "big": 1, "none": 1},
-		checkpoint.Blob{Channel: "msgs", Version: 1, Value: json.RawMessage(`["m0"]`)},
+	if err := put("", "c01", vers(1),
+		checkpoint.Blob{Channel: "msgs", Version: 1, Value: json.RawMessage(`["m0, long enough for a row of its own"]`)},
 		checkpoint.Blob{Channel: "big", Version: 1, Value: big},
-		checkpoint.Blob{Channel: "none", Version: 1, Empty: true}); err != nil {
+		checkpoint.Blob{Channel: "none", Version: 1, Empty: true},
+		checkpoint.Blob{Channel: "small", Version: 1, Value: json.RawMessage(`{"set":true}`)}); err != nil {
 		return err
 	}
+	// With N = 2, every second append seals the tail into a chunk.
 	parent := "c01"
 	for v := int64(2); v <= 6; v++ {
 		id := fmt.Sprintf("c%02d", v)
@@ -75,19 +88,20 @@ func fuzzThread(ctx context.Context, d *sqlite.Driver) error {
 		if v == 4 {
 			item = big
 		}
-		if err := put(parent, id, map[string]int64{"msgs": v, "big": 1, "none": 1},
+		if err := put(parent, id, vers(v),
 			checkpoint.Blob{Channel: "msgs", Version: v, BaseVersion: v - 1, Appended: []json.RawMessage{item}}); err != nil {
 			return err
 		}
 		parent = id
 	}
 	// A fork from c03: the log grew past its version 3 on the main line.
-	if err := put("c03", "c07", map[string]int64{"msgs": 4, "big": 1, "none": 1},
+	if err := put("c03", "c07", vers(4),
 		checkpoint.Blob{Channel: "msgs", Version: 4, BaseVersion: 3, Appended: []json.RawMessage{json.RawMessage(`"fork"`)}}); err != nil {
 		return err
 	}
 	return s.PutWrites(ctx, checkpoint.Config{ThreadID: "t", CheckpointID: "c06"}, "task1", []checkpoint.PendingWrite{
 		{Channel: "msgs", Value: json.RawMessage(`"w"`)},
+		{Channel: "small", Value: json.RawMessage(`true`)},
 		{Channel: checkpoint.ErrorChannel, Value: big},
 	})
 }
@@ -111,57 +125,15 @@ func FuzzStoredRows(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { db.Close() })
-	// The rowids of each table, to address a row by a small number.
-	rowids := map[string][]int64{}
-	for _, c := range fuzzColumns {
-		if rowids[c.table] != nil {
-			continue
-		}
-		rs, err := db.Query(`SELECT rowid FROM ` + c.table + ` ORDER BY rowid`)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for rs.Next() {
-			var id int64
-			rs.Scan(&id)
-			rowids[c.table] = append(rowids[c.table], id)
-		}
-		rs.Close()
-	}
-	for i := range fuzzColumns {
-		f.Add(uint8(i), uint8(0), int64(1<<62), []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01})
-		f.Add(uint8(i), uint8(1), int64(-1), []byte(`{"cv":{"msgs":3}}`))
-	}
-	f.Add(uint8(10), uint8(0), int64(0), []byte(`{}`)) // a log base that is not an array
-	f.Fuzz(func(t *testing.T, col, row uint8, n int64, data []byte) {
-		c := fuzzColumns[int(col)%len(fuzzColumns)]
-		ids := rowids[c.table]
-		id := ids[int(row)%len(ids)]
-		var old any
-		if err := db.QueryRow(`SELECT `+c.col+` FROM `+c.table+` WHERE rowid = ?`, id).Scan(&old); err != nil {
-			t.Fatal(err)
-		}
-		var v any = data
-		switch c.kind {
-		case 'i':
-			v = n
-		case 't':
-			v = string(data)
-		}
-		if _, err := db.Exec(`UPDATE `+c.table+` SET `+c.col+` = ? WHERE rowid = ?`, v, id); err != nil {
-			return // a key the table already has
-		}
-		defer func() {
-			if _, err := db.Exec(`UPDATE `+c.table+` SET `+c.col+` = ? WHERE rowid = ?`, old, id); err != nil {
-				t.Fatal(err)
-			}
-		}()
+	// A log base that is not an array.
+	seeds := []sqlitetest.Seed{{Col: 10, Row: 0, Data: []byte(`{}`)}}
+	sqlitetest.FuzzColumns(f, db, fuzzColumns, seeds, func(t *testing.T, what string) {
 		check := func(op string, err error) {
 			if err == nil {
 				return
 			}
 			if !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), `thread "t"`) {
-				t.Fatalf("%s.%s = %v: %s = %v, want nil or ErrCorrupt naming the thread", c.table, c.col, v, op, err)
+				t.Fatalf("%s: %s = %v, want nil or ErrCorrupt naming the thread", what, op, err)
 			}
 		}
 		_, err := d.Get(ctx, checkpoint.Config{ThreadID: "t"})

@@ -32,6 +32,7 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+	"github.com/weftlabs/weft/internal/sqldb"
 	"github.com/weftlabs/weft/internal/sqlitefile"
 )
 
@@ -198,7 +199,7 @@ func (s *sqlDB) write(ctx context.Context, _ []string, fn func(sqlstore.Tx) erro
 	if err != nil {
 		return err
 	}
-	if err := fn(sqlTx{tx}); err != nil {
+	if err := fn(sqldb.Std{Q: tx}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -221,36 +222,6 @@ func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 		return s.explain(err)
 	}
 	defer tx.Rollback()
-	return s.explain(fn(sqlTx{tx}))
+	return s.explain(fn(sqldb.Std{Q: tx}))
 }
 
-type sqlTx struct{ tx *sql.Tx }
-
-func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func (t sqlTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	rows, err := t.tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return sqlRows{rows}, nil
-}
-
-func (t sqlTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
-	for _, st := range stmts {
-		if _, err := t.tx.ExecContext(ctx, st.Query, st.Args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type sqlRows struct{ *sql.Rows }
-
-func (r sqlRows) Close() { r.Rows.Close() }

@@ -8,31 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftlabs/weft/internal/sqlitetest"
 	"github.com/weftlabs/weft/store"
 	"github.com/weftlabs/weft/store/sqlite"
 	"github.com/weftlabs/weft/store/storetest"
 )
 
-// fuzzColumns are the stored columns FuzzStoredItems overwrites. Each keeps
-// the type its schema gives it (as PostgreSQL enforces): integers stay
-// integers and bytes stay bytes or text, whatever their contents.
-var fuzzColumns = []struct {
-	table, col string
-	kind       byte // 'i' integer, 'b' bytes, 't' text
-}{
-	{"store_items", "namespace", 't'},
-	{"store_items", "value", 't'},
-	{"store_items", "value", 'b'},
-	{"store_items", "created_at", 'i'},
-	{"store_items", "updated_at", 'i'},
-	{"store_items", "expires_at", 'i'},
-	{"store_items", "ttl", 'i'},
-	{"store_vectors", "item_id", 'i'},
-	{"store_vectors", "seq", 'i'},
-	{"store_vectors", "field", 't'},
-	{"store_vectors", "dims", 'i'},
-	{"store_vectors", "embedding", 'b'},
-	{"store_generations", "gen", 'i'},
+// fuzzColumns are the stored columns FuzzStoredItems overwrites; value
+// is text or bytes, as either may be found there.
+var fuzzColumns = []sqlitetest.Column{
+	{Table: "store_items", Col: "namespace", Kind: 't'},
+	{Table: "store_items", Col: "value", Kind: 't'},
+	{Table: "store_items", Col: "value", Kind: 'b'},
+	{Table: "store_items", Col: "created_at", Kind: 'i'},
+	{Table: "store_items", Col: "updated_at", Kind: 'i'},
+	{Table: "store_items", Col: "expires_at", Kind: 'i'},
+	{Table: "store_items", Col: "ttl", Kind: 'i'},
+	{Table: "store_vectors", Col: "item_id", Kind: 'i'},
+	{Table: "store_vectors", Col: "seq", Kind: 'i'},
+	{Table: "store_vectors", Col: "field", Kind: 't'},
+	{Table: "store_vectors", Col: "dims", Kind: 'i'},
+	{Table: "store_vectors", Col: "embedding", Kind: 'b'},
+	{Table: "store_generations", Col: "gen", Kind: 'i'},
 }
 
 // FuzzStoredItems overwrites one stored column of a real store with
@@ -78,52 +75,10 @@ func FuzzStoredItems(f *testing.F) {
 		}
 	}
 	s.Close()
-	rowids := map[string][]int64{}
-	for _, c := range fuzzColumns {
-		if rowids[c.table] != nil {
-			continue
-		}
-		rs, err := db.Query(`SELECT rowid FROM ` + c.table + ` ORDER BY rowid`)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for rs.Next() {
-			var id int64
-			rs.Scan(&id)
-			rowids[c.table] = append(rowids[c.table], id)
-		}
-		rs.Close()
-	}
-	for i := range fuzzColumns {
-		f.Add(uint8(i), uint8(0), int64(-1), []byte(`{"text":`))
-		f.Add(uint8(i), uint8(1), int64(1<<62), []byte{0, 0, 128})
-	}
-	f.Fuzz(func(t *testing.T, col, row uint8, n int64, data []byte) {
-		c := fuzzColumns[int(col)%len(fuzzColumns)]
-		ids := rowids[c.table]
-		id := ids[int(row)%len(ids)]
-		var old any
-		if err := db.QueryRow(`SELECT `+c.col+` FROM `+c.table+` WHERE rowid = ?`, id).Scan(&old); err != nil {
-			t.Fatal(err)
-		}
-		var v any = data
-		switch c.kind {
-		case 'i':
-			v = n
-		case 't':
-			v = string(data)
-		}
-		if _, err := db.Exec(`UPDATE `+c.table+` SET `+c.col+` = ? WHERE rowid = ?`, v, id); err != nil {
-			return // a key the table already has
-		}
-		defer func() {
-			if _, err := db.Exec(`UPDATE `+c.table+` SET `+c.col+` = ? WHERE rowid = ?`, old, id); err != nil {
-				t.Fatal(err)
-			}
-		}()
+	sqlitetest.FuzzColumns(f, db, fuzzColumns, nil, func(t *testing.T, what string) {
 		check := func(op string, err error) {
 			if err != nil && !errors.Is(err, store.ErrCorrupt) {
-				t.Fatalf("%s.%s = %v: %s = %v, want nil or ErrCorrupt", c.table, c.col, v, op, err)
+				t.Fatalf("%s: %s = %v, want nil or ErrCorrupt", what, op, err)
 			}
 		}
 		s := open()

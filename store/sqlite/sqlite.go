@@ -21,6 +21,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/weftlabs/weft/internal/sqldb"
 	"github.com/weftlabs/weft/internal/sqlitefile"
 	"github.com/weftlabs/weft/store"
 	"github.com/weftlabs/weft/store/internal/sqlstore"
@@ -90,7 +91,7 @@ func OpenBackend(ctx context.Context, path string) (*Backend, error) {
 // NewBackend returns a backend over db (opened with the "sqlite" driver,
 // ideally with DSN), migrating it first. Close leaves db open.
 func NewBackend(ctx context.Context, db *sql.DB) (*Backend, error) {
-	b := &Backend{Core: sqlstore.New(&sqlDB{db}, Dialect), db: db}
+	b := &Backend{Core: sqlstore.New(&sqlDB{Std: sqldb.Std{Q: db}, db: db}, Dialect), db: db}
 	if err := b.Migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ const SchemaVersion = 1
 // wait for each other and each migration runs once. A file migrated by a
 // newer weft is an error rather than silently misread.
 func Migrate(ctx context.Context, db *sql.DB) error {
-	return sqlstore.New(&sqlDB{db}, Dialect).Migrate(ctx)
+	return sqlstore.New(&sqlDB{Std: sqldb.Std{Q: db}, db: db}, Dialect).Migrate(ctx)
 }
 
 // Dialect is the SQLite flavour of the store's SQL: times as Unix
@@ -212,18 +213,9 @@ func compare(a *sqlstore.Args, path []string, op string, v any) string {
 }
 
 // sqlDB adapts database/sql to sqlstore.DB.
-type sqlDB struct{ db *sql.DB }
-
-func (s *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	return execRows(s.db.ExecContext(ctx, query, args...))
-}
-
-func (s *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	rs, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return sqlRows{rs}, nil
+type sqlDB struct {
+	sqldb.Std
+	db *sql.DB
 }
 
 // Begin implements sqlstore.DB. A migration takes the write lock at once
@@ -233,7 +225,7 @@ func (s *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.
 func (s *sqlDB) Begin(ctx context.Context, mode sqlstore.Mode, fn func(sqlstore.Tx) error) error {
 	switch mode {
 	case sqlstore.ReadOnly:
-		return fn(sqlTx{s.db})
+		return fn(sqldb.Std{Q: s.db})
 	case sqlstore.Migration:
 		return s.immediate(ctx, fn)
 	}
@@ -241,7 +233,7 @@ func (s *sqlDB) Begin(ctx context.Context, mode sqlstore.Mode, fn func(sqlstore.
 	if err != nil {
 		return err
 	}
-	if err := fn(sqlTx{tx}); err != nil {
+	if err := fn(sqldb.Std{Q: tx}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -263,7 +255,7 @@ func (s *sqlDB) immediate(ctx context.Context, fn func(sqlstore.Tx) error) error
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
-	err = fn(sqlTx{conn})
+	err = fn(sqldb.Std{Q: conn})
 	if err == nil {
 		_, err = conn.ExecContext(ctx, "COMMIT")
 	}
@@ -273,60 +265,3 @@ func (s *sqlDB) immediate(ctx context.Context, fn func(sqlstore.Tx) error) error
 	}
 	return nil
 }
-
-// execQuerier is what *sql.DB, *sql.Tx and *sql.Conn share.
-type execQuerier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}
-
-type sqlTx struct{ q execQuerier }
-
-func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	return execRows(t.q.ExecContext(ctx, query, args...))
-}
-
-func (t sqlTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	rs, err := t.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return sqlRows{rs}, nil
-}
-
-// ExecBatch prepares each distinct statement once: a Put repeats the same
-// few statements for every item.
-func (t sqlTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
-	prepared := map[string]*sql.Stmt{}
-	defer func() {
-		for _, p := range prepared {
-			p.Close()
-		}
-	}()
-	for _, st := range stmts {
-		p := prepared[st.Query]
-		if p == nil {
-			var err error
-			if p, err = t.q.PrepareContext(ctx, st.Query); err != nil {
-				return err
-			}
-			prepared[st.Query] = p
-		}
-		if _, err := p.ExecContext(ctx, st.Args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func execRows(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-type sqlRows struct{ *sql.Rows }
-
-func (r sqlRows) Close() { r.Rows.Close() }

@@ -21,7 +21,11 @@
 //   - weft_schema_migrations records applied schema versions.
 package sqlstore
 
-import "context"
+import (
+	"context"
+
+	"github.com/weftlabs/weft/internal/sqldb"
+)
 
 // DB is what a driver provides: transactions over its client library.
 type DB interface {
@@ -67,32 +71,11 @@ type Tx interface {
 }
 
 // Stmt is a statement with its arguments.
-type Stmt struct {
-	Query string
-	Args  []any
-}
+type Stmt = sqldb.Stmt
 
 // Rows is the result of a query.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
+type Rows = sqldb.Rows
 
-// queryRow runs a query expected to return at most one row and scans it
-// into dest. It reports whether there was a row.
-func queryRow(ctx context.Context, tx Tx, query string, args []any, dest ...any) (bool, error) {
-	rows, err := tx.Query(ctx, query, args...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return false, rows.Err()
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return false, err
-	}
-	return true, rows.Err()
-}
+// queryRow runs a query expected to return at most one row; see
+// sqldb.QueryRow.
+var queryRow = sqldb.QueryRow

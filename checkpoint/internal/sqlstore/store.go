@@ -627,8 +627,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_i
 			if checkpoint.IsSpecialChannel(w.Channel) {
 				// Special channels replace an earlier write of the task.
 				value, f := encode(w.Value)
-				stmts = append(stmts, Stmt{insert + "UPDATE SET channel = excluded.channel, fmt = excluded.fmt, value = excluded.value",
-					[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, specialIdx[w.Channel], w.Channel, f, value}})
+				stmts = append(stmts, Stmt{Query: insert + "UPDATE SET channel = excluded.channel, fmt = excluded.fmt, value = excluded.value",
+					Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, specialIdx[w.Channel], w.Channel, f, value}})
 				i++
 				continue
 			}
@@ -649,8 +649,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_i
 				channel, value = "", packWrites(run)
 			}
 			stored, f := encode(value)
-			stmts = append(stmts, Stmt{insert + "NOTHING",
-				[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, channel, f, stored}})
+			stmts = append(stmts, Stmt{Query: insert + "NOTHING",
+				Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, channel, f, stored}})
 			idx++
 		}
 		if len(stmts) == 0 {

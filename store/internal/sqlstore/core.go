@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftlabs/weft/internal/sqldb"
 	"github.com/weftlabs/weft/store"
 )
 
@@ -277,18 +278,7 @@ func (c *Core) Migrate(ctx context.Context) error {
 			return err
 		}
 		var cur int64
-		rows, err := tx.Query(ctx, `SELECT CAST(COALESCE(MAX(version), 0) AS BIGINT) FROM store_migrations`)
-		if err != nil {
-			return err
-		}
-		if rows.Next() {
-			err = rows.Scan(&cur)
-		}
-		rows.Close()
-		if err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
+		if _, err := sqldb.QueryRow(ctx, tx, `SELECT CAST(COALESCE(MAX(version), 0) AS BIGINT) FROM store_migrations`, nil, &cur); err != nil {
 			return err
 		}
 		if cur > int64(latest) {
@@ -328,7 +318,7 @@ func (c *Core) bump(namespaces [][]string) *Stmt {
 		sb.WriteString("(" + a.Add(p.Joined) + ", " + a.Add(p.Depth) + ", 1)")
 	}
 	sb.WriteString(` ON CONFLICT (prefix) DO UPDATE SET gen = store_generations.gen + 1`)
-	return &Stmt{c.Q(sb.String()), a}
+	return &Stmt{Query: c.Q(sb.String()), Args: a}
 }
 
 // Put implements store.Backend. Items are written in (namespace, key) order
@@ -371,14 +361,14 @@ ON CONFLICT (namespace, key) DO UPDATE SET
 			expires, ttl = c.d.Time(w.Now.Add(w.TTL)), w.TTL.Microseconds()
 		}
 		stmts = append(stmts,
-			Stmt{upsert, []any{ns, w.Key, string(w.Value), c.d.Time(w.Now), expires, ttl}},
-			Stmt{delVecs, []any{ns, w.Key}})
+			Stmt{Query: upsert, Args: []any{ns, w.Key, string(w.Value), c.d.Time(w.Now), expires, ttl}},
+			Stmt{Query: delVecs, Args: []any{ns, w.Key}})
 		for seq, v := range w.Vectors {
 			args := []any{ns, w.Key, seq, v.Field, len(v.Embedding), EncodeVector(v.Embedding)}
 			if c.Vec != nil {
 				args = append(args, c.Vec.Arg(v.Embedding))
 			}
-			stmts = append(stmts, Stmt{insVec, args})
+			stmts = append(stmts, Stmt{Query: insVec, Args: args})
 		}
 	}
 	if b := c.bump(namespaces); b != nil {
@@ -596,18 +586,8 @@ func (c *Core) Generation(ctx context.Context, prefix []string) (int64, error) {
 	if len(prefix) > 0 {
 		query, args = c.Q(`SELECT gen FROM store_generations WHERE prefix = $1`), []any{store.JoinNamespace(prefix)}
 	}
-	rows, err := c.db.Query(ctx, query, args...)
-	if err != nil {
-		return 0, c.fail("generation", err)
-	}
-	defer rows.Close()
 	var gen int64
-	if rows.Next() {
-		if err := rows.Scan(&gen); err != nil {
-			return 0, c.fail("generation", err)
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if _, err := sqldb.QueryRow(ctx, c.db, query, args, &gen); err != nil {
 		return 0, c.fail("generation", err)
 	}
 	return gen, nil

@@ -9,7 +9,11 @@
 // so every process knows when its cached vectors are stale.
 package sqlstore
 
-import "context"
+import (
+	"context"
+
+	"github.com/weftlabs/weft/internal/sqldb"
+)
 
 // Mode is the kind of transaction DB.Begin opens.
 type Mode int
@@ -52,15 +56,7 @@ type DB interface {
 }
 
 // Stmt is a statement with its arguments.
-type Stmt struct {
-	Query string
-	Args  []any
-}
+type Stmt = sqldb.Stmt
 
 // Rows is the result of a query.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
+type Rows = sqldb.Rows
