@@ -224,4 +224,3 @@ func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	defer tx.Rollback()
 	return s.explain(fn(sqldb.Std{Q: tx}))
 }
-
