@@ -277,9 +277,9 @@ type CompileOptions struct {
 	Name string
 	// CheckpointerTimeout bounds each call a run makes to the Checkpointer
 	// (0: DefaultCheckpointerTimeout). Reads also end when the caller's
-	// context does; writes, which record work already done, get this long
-	// to finish after the caller cancels. A call that takes longer fails
-	// the run with ErrCheckpointerTimeout.
+	// context does; writes, which record work already done, get 2 s (or
+	// this long, if shorter) to finish after the caller cancels. A call
+	// that takes longer fails the run with ErrCheckpointerTimeout.
 	CheckpointerTimeout time.Duration
 	// Logger receives the problems the runtime reports without failing the
 	// run (a node cache that fails to answer, see CacheError); nil means

@@ -21,6 +21,7 @@ func (g *Graph) ownThread(ctx context.Context, o RunOptions) (context.Context, f
 	if g.saver == nil {
 		return ctx, func(err error) error { return err }, nil
 	}
+	caller := ctx
 	l := o.Lease
 	if l == nil {
 		// A caller that owns the thread for longer than one run (read,
@@ -57,8 +58,15 @@ func (g *Graph) ownThread(ctx context.Context, o RunOptions) (context.Context, f
 		lerr := l.Err()
 		if !held {
 			// A failed release leaves the lease to expire: nothing is lost.
-			// Release bounds its own wait.
-			_ = l.Release(context.WithoutCancel(ctx))
+			// Release bounds its own wait; a cancelled run waits at most
+			// the grace its writes had.
+			rctx := context.WithoutCancel(caller)
+			if caller.Err() != nil {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(rctx, cancelGrace(g.saverTimeout))
+				defer cancel()
+			}
+			_ = l.Release(rctx)
 		}
 		// A run that lost its thread reports it even when it got to the end:
 		// some of its writes may have been refused. A cancel request that

@@ -13,6 +13,24 @@ import (
 // checkpointer unless CompileOptions.CheckpointerTimeout says otherwise.
 const DefaultCheckpointerTimeout = 10 * time.Second
 
+// maxCancelGrace is the longest the checkpointer writes still due when a
+// run's caller cancels it may take, together: long enough for a loaded
+// store (a PostgreSQL checkpoint write took up to 2 s on a machine with a
+// load average of 17), short enough that a cancelled run returns soon
+// when the store hangs. A write it cuts short records work the run did;
+// the run's last stored checkpoint stays consistent, and a later run does
+// that work again.
+const maxCancelGrace = 2 * time.Second
+
+// cancelGrace is how long the writes still due get after the caller
+// cancels a run: maxCancelGrace, or the checkpointer timeout if shorter.
+func cancelGrace(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = DefaultCheckpointerTimeout
+	}
+	return min(timeout, maxCancelGrace)
+}
+
 // ErrCheckpointerTimeout means a call to the checkpointer did not finish
 // within CompileOptions.CheckpointerTimeout: the store is stalled or
 // unreachable.
@@ -71,19 +89,28 @@ func boundedList[T any](ctx context.Context, op string, d time.Duration, list fu
 // Writes record work that has happened (a node's side effects), so they are
 // not abandoned the moment the caller cancels the run. Each is bounded by
 // the checkpointer timeout, and once the caller's context is done the
-// writes still to come share one window of that length: a cancelled run
-// returns within it even when the store hangs.
+// writes still to come share one grace window (cancelGrace), which each
+// one's context carries as its deadline: a cancelled run returns within
+// it even when the store hangs.
 type persister struct {
 	async   bool
 	timeout time.Duration
 	ch      chan persistCall
 	done    chan struct{}
 
-	// wctx is the caller's context without its cancellation; it ends one
-	// timeout after the caller's context does.
+	// wctx is the caller's context without its cancellation; it ends
+	// one grace window after the caller's context does.
 	wctx      context.Context
 	stopAfter func() bool
 	cancel    context.CancelCauseFunc
+	// caller is the caller's context; once it is done, the writes still
+	// due share a window of grace that ends at graceEnd (under graceMu),
+	// set by whichever notices first: a write, or the AfterFunc that
+	// cuts the writes off at its end.
+	caller   context.Context
+	grace    time.Duration
+	graceMu  sync.Mutex
+	graceEnd time.Time
 
 	// sendMu guards closed against sends that race with close: a subgraph
 	// a node's timeout abandoned may still try to save.
@@ -106,25 +133,25 @@ func newPersister(ctx context.Context, async bool, timeout time.Duration) *persi
 	if timeout <= 0 {
 		timeout = DefaultCheckpointerTimeout
 	}
-	p := &persister{async: async, timeout: timeout}
+	p := &persister{async: async, timeout: timeout, caller: ctx, grace: cancelGrace(timeout)}
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	p.wctx, p.cancel = wctx, cancel
 	if ctx.Done() != nil {
 		var window *time.Timer
-		var mu sync.Mutex
 		stop := context.AfterFunc(ctx, func() {
-			cause := fmt.Errorf("%w: the run was cancelled (%v) and its remaining checkpoint writes took longer than CompileOptions.CheckpointerTimeout (%v)", ErrCheckpointerTimeout, context.Cause(ctx), timeout)
-			mu.Lock()
-			window = time.AfterFunc(timeout, func() { cancel(cause) })
-			mu.Unlock()
+			cause := fmt.Errorf("%w: the run was cancelled (%v) and its remaining checkpoint writes took longer than the %v they get after a cancel", ErrCheckpointerTimeout, context.Cause(ctx), p.grace)
+			end := p.graceDeadline()
+			p.graceMu.Lock()
+			window = time.AfterFunc(time.Until(end), func() { cancel(cause) })
+			p.graceMu.Unlock()
 		})
 		p.stopAfter = func() bool {
 			stop()
-			mu.Lock()
+			p.graceMu.Lock()
 			if window != nil {
 				window.Stop()
 			}
-			mu.Unlock()
+			p.graceMu.Unlock()
 			return true
 		}
 	}
@@ -148,8 +175,30 @@ func newPersister(ctx context.Context, async bool, timeout time.Duration) *persi
 	return p
 }
 
+// graceDeadline returns when the writes' grace ends, or the zero time
+// while the caller's context is not done.
+func (p *persister) graceDeadline() time.Time {
+	if p.caller.Err() == nil {
+		return time.Time{}
+	}
+	p.graceMu.Lock()
+	defer p.graceMu.Unlock()
+	if p.graceEnd.IsZero() {
+		p.graceEnd = time.Now().Add(p.grace)
+	}
+	return p.graceEnd
+}
+
 func (p *persister) call(c persistCall) error {
-	return boundedCall(p.wctx, c.op, p.timeout, c.f)
+	ctx := p.wctx
+	if end := p.graceDeadline(); !end.IsZero() {
+		// After a cancel: the window's end is this call's deadline too,
+		// so the store sees how long it has.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
+	}
+	return boundedCall(ctx, c.op, p.timeout, c.f)
 }
 
 func (p *persister) record(err error) {

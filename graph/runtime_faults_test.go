@@ -9,6 +9,7 @@ import (
 	"iter"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -469,5 +470,87 @@ func TestAsyncInputSaveFailureRunsNoNode(t *testing.T) {
 		if len(*ran) != 0 {
 			t.Fatalf("step %d: nodes ran (%v) although the input checkpoint was not stored", failStep, *ran)
 		}
+	}
+}
+
+// graceDriver records the deadline of each write made after the caller
+// cancelled the run (after cancelled is set).
+type graceDriver struct {
+	checkpoint.Driver
+	cancelled atomic.Bool
+	deadlines chan string
+}
+
+func (d *graceDriver) note(op string, ctx context.Context) {
+	if !d.cancelled.Load() {
+		return
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		d.deadlines <- op + ": none"
+		return
+	}
+	d.deadlines <- op + ": " + dl.Format(time.RFC3339Nano)
+}
+
+func (d *graceDriver) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.Checkpoint, meta checkpoint.Metadata, blobs []checkpoint.Blob) (checkpoint.Config, error) {
+	d.note("Put", ctx)
+	return d.Driver.Put(ctx, cfg, cp, meta, blobs)
+}
+
+func (d *graceDriver) PutWrites(ctx context.Context, cfg checkpoint.Config, task string, writes []checkpoint.PendingWrite) error {
+	d.note("PutWrites", ctx)
+	return d.Driver.PutWrites(ctx, cfg, task, writes)
+}
+
+func (d *graceDriver) ReleaseLease(ctx context.Context, thread, owner string) error {
+	d.note("ReleaseLease", ctx)
+	return d.Driver.ReleaseLease(ctx, thread, owner)
+}
+
+// After the caller cancels a run, the writes still due (the work of the
+// step that was running, the lease's release) get a short grace, not the
+// whole CheckpointerTimeout or the lease's TTL: a cancelled run on a
+// stalled store returns within about two seconds. The deadlines the
+// store's calls carry say so.
+func TestCancelledRunWritesGetAShortGrace(t *testing.T) {
+	for _, dur := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
+		d := &graceDriver{Driver: checkpoint.NewMemoryDriver(), deadlines: make(chan string, 100)}
+		ctx, cancel := context.WithCancel(context.Background())
+		var cancelledAt time.Time
+		g, err := graph.New(Log).
+			AddNode("a", func(context.Context, graph.State) (graph.Update, error) {
+				cancelledAt = time.Now()
+				d.cancelled.Store(true)
+				cancel()
+				return Log.Write([]string{"a"}), nil
+			}, nil).
+			AddEdge(graph.START, "a").
+			Compile(&graph.CompileOptions{Checkpointer: checkpoint.New(d), CheckpointerTimeout: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = g.Invoke(ctx, Log.Write([]string{"in"}), &graph.RunOptions{ThreadID: "t", Durability: dur, LeaseTTL: time.Hour})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: Invoke = %v; want context.Canceled", dur, err)
+		}
+		close(d.deadlines)
+		var calls []string
+		for c := range d.deadlines {
+			calls = append(calls, c)
+			op, when, _ := strings.Cut(c, ": ")
+			dl, err := time.Parse(time.RFC3339Nano, when)
+			if err != nil {
+				t.Fatalf("%s: %s had no deadline after the cancel", dur, op)
+			}
+			// Without the grace it would be an hour away.
+			if dl.Sub(cancelledAt) > time.Minute {
+				t.Errorf("%s: %s after the cancel had %v to finish; want the grace of a few seconds", dur, op, dl.Sub(cancelledAt))
+			}
+		}
+		if !slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "ReleaseLease") }) {
+			t.Errorf("%s: no release of the lease after the cancel among %v", dur, calls)
+		}
+		t.Logf("%s: %v", dur, calls)
 	}
 }
