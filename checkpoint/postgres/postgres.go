@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -90,7 +91,7 @@ func OpenOptions(ctx context.Context, url string, opts Options) (*Driver, error)
 // pooler sits in front of the database.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	d := &Driver{pool: pool}
-	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconn.Describe(pool.Config().ConnConfig)}
+	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconn.Describe(pool.Config().ConnConfig), cleanup: cleanupTimeout}
 	d.Store = sqlstore.New(db, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -146,7 +147,14 @@ type pgDB struct {
 	pool *pgxpool.Pool
 	// what names the database in errors (pgconn.Describe).
 	what string
+	// cleanup bounds the rollback of a failed write (the caller's context
+	// may have ended) and the closing of a connection in an unknown
+	// state.
+	cleanup time.Duration
 }
+
+// cleanupTimeout is pgDB.cleanup: a rollback takes a round trip.
+const cleanupTimeout = 5 * time.Second
 
 // explain names the database in an error of the server or the connection,
 // with what failed (a read-only database, a full disk, a missing
@@ -181,15 +189,28 @@ func (p pgDB) write(ctx context.Context, keys []string, fn func(sqlstore.Tx) err
 		b.WriteString(strings.ReplaceAll("weft.checkpoint:"+k, "'", "''"))
 		b.WriteString("', 0))")
 	}
+	// Closing and rolling back must not wait for a connection that
+	// stopped answering: past the bound, the connection is dropped, and
+	// the server rolls the transaction back when it notices.
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), p.cleanup)
+	}
+	drop := func() {
+		cctx, cancel := bounded()
+		defer cancel()
+		conn.Conn().PgConn().Close(cctx)
+	}
 	if err := conn.Conn().PgConn().Exec(ctx, b.String()).Close(); err != nil {
 		// The connection is in an unknown state: do not reuse it.
-		conn.Conn().PgConn().Close(context.Background())
+		drop()
 		return err
 	}
 	defer func() {
 		if err != nil {
-			if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-				conn.Conn().PgConn().Close(context.Background())
+			rctx, cancel := bounded()
+			defer cancel()
+			if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+				drop()
 			}
 		}
 	}()
