@@ -28,6 +28,9 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrCorrupt means a stored row could not be decoded.
 	ErrCorrupt = errors.New("store: stored data is corrupt")
+	// ErrTimeout means an operation did not finish within Config.Timeout:
+	// its backend or its embedder stalled.
+	ErrTimeout = errors.New("store: operation timed out")
 )
 
 // NamespaceError describes a bad namespace. It matches ErrInvalidNamespace

@@ -39,6 +39,9 @@ const (
 	DefaultListNamespacesLimit = 100
 	// DefaultVectorCacheBytes bounds the memory used for cached vectors.
 	DefaultVectorCacheBytes = 1 << 30
+	// DefaultTimeout bounds each operation unless Config.Timeout says
+	// otherwise.
+	DefaultTimeout = 30 * time.Second
 )
 
 // NoTTL as PutOptions.TTL stores an item that never expires, whatever
@@ -91,6 +94,12 @@ type Config struct {
 	VectorCacheBytes int64
 	// Logger receives errors of the background sweeper (default: none).
 	Logger *slog.Logger
+	// Timeout bounds each operation (Put, Get, Search...), its calls to
+	// the backend and the embedder together, whatever the caller's
+	// context allows, so that a stalled database or embedding server
+	// fails the operation with ErrTimeout instead of blocking it
+	// (default DefaultTimeout).
+	Timeout time.Duration
 }
 
 // IndexConfig says how items are embedded for vector search.
@@ -213,6 +222,12 @@ func New(b Backend, cfg Config) (*Store, error) {
 	if s.cfg.VectorCacheBytes <= 0 {
 		s.cfg.VectorCacheBytes = DefaultVectorCacheBytes
 	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("%w: Config.Timeout must be 0 (the default, %v) or positive, got %v", ErrInvalidValue, DefaultTimeout, cfg.Timeout)
+	}
+	if s.cfg.Timeout == 0 {
+		s.cfg.Timeout = DefaultTimeout
+	}
 	if ix := cfg.Index; ix != nil {
 		if ix.Embedder == nil {
 			return nil, fmt.Errorf("%w: IndexConfig.Embedder is required", ErrInvalidValue)
@@ -268,16 +283,25 @@ func parseFields(fields []string) ([]FieldPath, error) {
 
 func (s *Store) now() time.Time { return s.cfg.Clock().UTC().Truncate(time.Microsecond) }
 
-func (s *Store) enter() error {
+// enter starts an operation: it fails once the store is closed, and
+// bounds ctx by Config.Timeout. The operation calls leave with its error,
+// which leave names the bound in when it was crossed.
+func (s *Store) enter(ctx context.Context, op string) (context.Context, func(error) error, error) {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return ErrClosed
+		return nil, nil, ErrClosed
 	}
-	return nil
+	bctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, ErrTimeout)
+	return bctx, func(err error) error {
+		if err != nil && context.Cause(bctx) == ErrTimeout && !errors.Is(err, ErrTimeout) {
+			err = fmt.Errorf("%w: %s took longer than Config.Timeout (%v): %w", ErrTimeout, op, s.cfg.Timeout, err)
+		}
+		cancel()
+		s.mu.RUnlock()
+		return err
+	}, nil
 }
-
-func (s *Store) leave() { s.mu.RUnlock() }
 
 // Close stops the sweeper and closes the backend. Operations after Close
 // fail with ErrClosed; Close waits for operations under way.
@@ -313,11 +337,12 @@ func (s *Store) Put(ctx context.Context, namespace []string, key string, value a
 
 // PutMany stores several items in one transaction: all or none. Texts of
 // all items are embedded in one EmbedDocuments call.
-func (s *Store) PutMany(ctx context.Context, reqs []PutRequest) error {
-	if err := s.enter(); err != nil {
+func (s *Store) PutMany(ctx context.Context, reqs []PutRequest) (err error) {
+	ctx, leave, err := s.enter(ctx, "put")
+	if err != nil {
 		return err
 	}
-	defer s.leave()
+	defer func() { err = leave(err) }()
 	now := s.now()
 	writes := make([]Write, len(reqs))
 	type pending struct {
@@ -419,11 +444,12 @@ func jsonKind(v any) string {
 
 // Get returns the item at namespace and key, or (nil, nil) if there is none
 // or it has expired.
-func (s *Store) Get(ctx context.Context, namespace []string, key string, opts GetOptions) (*Item, error) {
-	if err := s.enter(); err != nil {
+func (s *Store) Get(ctx context.Context, namespace []string, key string, opts GetOptions) (_ *Item, err error) {
+	ctx, leave, err := s.enter(ctx, "get")
+	if err != nil {
 		return nil, err
 	}
-	defer s.leave()
+	defer func() { err = leave(err) }()
 	if err := ValidateNamespace(namespace); err != nil {
 		return nil, err
 	}
@@ -448,11 +474,12 @@ func (r *Record) item() *Item {
 
 // Delete removes the item at namespace and key; deleting a missing item
 // succeeds.
-func (s *Store) Delete(ctx context.Context, namespace []string, key string) error {
-	if err := s.enter(); err != nil {
+func (s *Store) Delete(ctx context.Context, namespace []string, key string) (err error) {
+	ctx, leave, err := s.enter(ctx, "delete")
+	if err != nil {
 		return err
 	}
-	defer s.leave()
+	defer func() { err = leave(err) }()
 	if err := ValidateNamespace(namespace); err != nil {
 		return err
 	}
@@ -462,11 +489,12 @@ func (s *Store) Delete(ctx context.Context, namespace []string, key string) erro
 // Search returns items at or under prefix (all items when prefix is
 // empty) matching opts.Filter: ranked by similarity to opts.Query when it is
 // set, else newest-updated first.
-func (s *Store) Search(ctx context.Context, prefix []string, opts SearchOptions) ([]Item, error) {
-	if err := s.enter(); err != nil {
+func (s *Store) Search(ctx context.Context, prefix []string, opts SearchOptions) (_ []Item, err error) {
+	ctx, leave, err := s.enter(ctx, "search")
+	if err != nil {
 		return nil, err
 	}
-	defer s.leave()
+	defer func() { err = leave(err) }()
 	if err := validatePrefix(prefix, false); err != nil {
 		return nil, err
 	}
@@ -650,11 +678,12 @@ func (s *Store) admitted(ctx context.Context, q *Query) (map[int64]struct{}, err
 
 // ListNamespaces returns the distinct namespaces holding live items,
 // sorted label by label, filtered and truncated by opts.
-func (s *Store) ListNamespaces(ctx context.Context, opts ListNamespacesOptions) ([][]string, error) {
-	if err := s.enter(); err != nil {
+func (s *Store) ListNamespaces(ctx context.Context, opts ListNamespacesOptions) (_ [][]string, err error) {
+	ctx, leave, err := s.enter(ctx, "list namespaces")
+	if err != nil {
 		return nil, err
 	}
-	defer s.leave()
+	defer func() { err = leave(err) }()
 	if err := validatePrefix(opts.Prefix, true); err != nil {
 		return nil, err
 	}
@@ -699,11 +728,12 @@ func (s *Store) ListNamespaces(ctx context.Context, opts ListNamespacesOptions) 
 }
 
 // Sweep deletes expired items now and returns how many it deleted.
-func (s *Store) Sweep(ctx context.Context) (int64, error) {
-	if err := s.enter(); err != nil {
+func (s *Store) Sweep(ctx context.Context) (_ int64, err error) {
+	ctx, leave, err := s.enter(ctx, "sweep")
+	if err != nil {
 		return 0, err
 	}
-	defer s.leave()
+	defer func() { err = leave(err) }()
 	return s.b.Sweep(ctx, s.now())
 }
 
