@@ -107,7 +107,7 @@ func (t *memThread) hasCheckpoints() bool {
 
 // Prune implements Driver.
 func (m *MemoryDriver) Prune(ctx context.Context, threadID string, opts PruneOptions) (int, error) {
-	return m.dropCheckpoints(ctx, threadID, func(ns string, list []*memCheckpoint) []bool {
+	return m.dropCheckpoints(ctx, threadID, nil, func(ns string, list []*memCheckpoint) []bool {
 		ids := make([]string, len(list))
 		times := make([]time.Time, len(list))
 		for i, c := range list {
@@ -119,18 +119,27 @@ func (m *MemoryDriver) Prune(ctx context.Context, threadID string, opts PruneOpt
 
 // Rewind implements Driver.
 func (m *MemoryDriver) Rewind(ctx context.Context, threadID, checkpointID string) (int, error) {
-	if checkpointID != "" {
-		m.mu.RLock()
-		found := false
-		if t := m.threads[threadID]; t != nil {
-			_, found = slices.BinarySearchFunc(t.byNS[""], checkpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+	check := func(t *memThread) error {
+		if checkpointID != "" {
+			found := false
+			if t != nil {
+				_, found = slices.BinarySearchFunc(t.byNS[""], checkpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+			}
+			if !found {
+				return fmt.Errorf("%w: rewind: thread %q has no checkpoint %q in its root graph", ErrNotFound, threadID, checkpointID)
+			}
 		}
-		m.mu.RUnlock()
-		if !found {
-			return 0, fmt.Errorf("%w: rewind: thread %q has no checkpoint %q in its root graph", ErrNotFound, threadID, checkpointID)
+		if t != nil {
+			// Writes to checkpoints never stored go too.
+			for k := range t.writes {
+				if k.id > checkpointID {
+					delete(t.writes, k)
+				}
+			}
 		}
+		return nil
 	}
-	return m.dropCheckpoints(ctx, threadID, func(ns string, list []*memCheckpoint) []bool {
+	return m.dropCheckpoints(ctx, threadID, check, func(ns string, list []*memCheckpoint) []bool {
 		keep := make([]bool, len(list))
 		for i, c := range list {
 			keep[i] = checkpointID != "" && c.cp.ID <= checkpointID
@@ -141,14 +150,20 @@ func (m *MemoryDriver) Rewind(ctx context.Context, threadID, checkpointID string
 
 // dropCheckpoints deletes the checkpoints of each namespace that keep
 // does not keep, with their pending writes and the values no kept
-// checkpoint names, and returns how many it deleted.
-func (m *MemoryDriver) dropCheckpoints(ctx context.Context, threadID string, keeps func(ns string, list []*memCheckpoint) []bool) (int, error) {
+// checkpoint names, and returns how many it deleted. check, if not nil,
+// may refuse the thread first, under the same lock.
+func (m *MemoryDriver) dropCheckpoints(ctx context.Context, threadID string, check func(*memThread) error, keeps func(ns string, list []*memCheckpoint) []bool) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.fenceLocked(ctx, threadID); err != nil {
 		return 0, err
 	}
 	t := m.threads[threadID]
+	if check != nil {
+		if err := check(t); err != nil {
+			return 0, err
+		}
+	}
 	if t == nil {
 		return 0, nil
 	}

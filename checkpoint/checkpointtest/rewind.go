@@ -50,6 +50,11 @@ func testRewind(t *testing.T, s *checkpoint.Saver) {
 			t.Fatal(err)
 		}
 	}
+	// Writes to a checkpoint that was never stored (a run that failed
+	// before saving it).
+	if err := s.PutWrites(bg, checkpoint.Config{ThreadID: "r", CheckpointID: "zzzz-orphan"}, "task", []checkpoint.PendingWrite{{Channel: "x", Value: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
 	buildThread(t, s, "other")
 	other := dump(t, s, "other")
 	before := dump(t, s, "r")
@@ -67,6 +72,14 @@ func testRewind(t *testing.T, s *checkpoint.Saver) {
 	}
 	if d := diffTuples(other, dump(t, s, "other")); d != "" {
 		t.Fatalf("Rewind changed another thread (-want +got):\n%s", d)
+	}
+	// The writes to the checkpoint never stored went too.
+	mustPut(t, s, "r", "", mid.id, cp("zzzz-orphan", nil, nil), checkpoint.Metadata{})
+	if got := mustGet(t, s, "r", "", "zzzz-orphan").PendingWrites; len(got) != 0 {
+		t.Fatalf("a checkpoint put after Rewind has the pending writes made before it: %v", got)
+	}
+	if _, err := s.Rewind(bg, "r", mid.id); err != nil {
+		t.Fatal(err)
 	}
 	logs := func() int64 {
 		d, ok := s.Driver().(chunked)
