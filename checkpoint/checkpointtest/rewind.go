@@ -32,12 +32,15 @@ func testRewind(t *testing.T, s *checkpoint.Saver) {
 	cur := h.step(nil, []string{msg(0, "m")}, false)
 	var mid *node
 	var subID string
-	for i := 1; i < 90; i++ {
-		cur = h.step(cur, []string{msg(i, "m")}, i == 40)
-		if i == 55 {
+	// N is 32 by default: the log that starts after the rewrite at step 10
+	// seals its tail at step 42, so the rewind to step 30 cuts a sealed
+	// chunk.
+	for i := 1; i < 60; i++ {
+		cur = h.step(cur, []string{msg(i, "m")}, i == 10)
+		if i == 30 {
 			mid = cur
 		}
-		if i == 30 || i == 70 {
+		if i == 20 || i == 50 {
 			// A subgraph checkpoint before and after the rewind point.
 			mustPut(t, s, "r", "sub:"+fmt.Sprint(i), "", cp(cur.id+"-sub", map[string]int64{"s": 1}, nil), checkpoint.Metadata{Parents: map[string]string{"": cur.id}}, full("s", 1, `"sub"`))
 			if subID == "" {
@@ -102,7 +105,7 @@ func testRewind(t *testing.T, s *checkpoint.Saver) {
 		}
 	}
 	next := mid
-	for i := range 40 {
+	for i := range 30 {
 		next = h.step(next, []string{msg(i, "again")}, false)
 	}
 	h.check()
@@ -165,9 +168,10 @@ func testGraphRewind(t *testing.T, s *checkpoint.Saver) {
 	}
 	var mark checkpoint.Config
 	var markTexts string
-	for i := range 70 {
+	// Two messages a turn: the log's tail is sealed every 16 turns.
+	for i := range 40 {
 		st := say(fmt.Sprintf("q%d", i))
-		if i == 40 {
+		if i == 25 {
 			snap, err := g.GetState(bg, checkpoint.Config{ThreadID: "chat"}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -203,11 +207,11 @@ func testGraphRewind(t *testing.T, s *checkpoint.Saver) {
 	if got := texts(st); got != want {
 		t.Fatalf("the thread after the rewind goes on as %s; want %s", got, want)
 	}
-	for i := range 40 {
+	for i := range 20 {
 		st = say(fmt.Sprintf("more%d", i))
 	}
-	if got := Messages.Get(st); len(got) != 2*(41+1+40) {
-		t.Fatalf("%d messages after going on; want %d", len(got), 2*(41+1+40))
+	if got := Messages.Get(st); len(got) != 2*(26+1+20) {
+		t.Fatalf("%d messages after going on; want %d", len(got), 2*(26+1+20))
 	}
 	// Every checkpoint of the history still reads back whole.
 	for snap, err := range g.GetStateHistory(bg, "chat", nil) {
@@ -225,8 +229,9 @@ func testGraphRewind(t *testing.T, s *checkpoint.Saver) {
 // with that run's lease in their context they are fenced by it; and with
 // a lost lease they fail with ErrLeaseLost and change nothing.
 func testThreadOpsOwnership(t *testing.T, s *checkpoint.Saver) {
-	buildThread(t, s, "t")
-	buildThread(t, s, "u")
+	// Short threads: what counts is who may change them.
+	buildThreadN(t, s, "t", 8)
+	buildThreadN(t, s, "u", 8)
 	latest := mustGet(t, s, "t", "", "").Config.CheckpointID
 	ops := []struct {
 		name string
@@ -234,7 +239,7 @@ func testThreadOpsOwnership(t *testing.T, s *checkpoint.Saver) {
 	}{
 		{"DeleteThread", func(ctx context.Context) error { return s.DeleteThread(ctx, "t") }},
 		{"Prune", func(ctx context.Context) error {
-			_, err := s.Prune(ctx, "t", checkpoint.PruneOptions{KeepLatest: 5})
+			_, err := s.Prune(ctx, "t", checkpoint.PruneOptions{KeepLatest: 3})
 			return err
 		}},
 		{"Rewind", func(ctx context.Context) error { _, err := s.Rewind(ctx, "t", latest); return err }},
@@ -268,7 +273,7 @@ func testThreadOpsOwnership(t *testing.T, s *checkpoint.Saver) {
 	if err := s.CopyThread(ctx, "t", "copy"); err != nil {
 		t.Fatalf("CopyThread under the holder's lease: %v", err)
 	}
-	if _, err := s.Prune(ctx, "t", checkpoint.PruneOptions{KeepLatest: 30}); err != nil {
+	if _, err := s.Prune(ctx, "t", checkpoint.PruneOptions{KeepLatest: 6}); err != nil {
 		t.Fatalf("Prune under the holder's lease: %v", err)
 	}
 	if _, err := s.Rewind(ctx, "t", latest); err != nil {

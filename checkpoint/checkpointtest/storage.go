@@ -481,11 +481,17 @@ func testListThreads(t *testing.T, s *checkpoint.Saver) {
 	}
 }
 
-// buildThread makes a thread with two namespaces, deltas and writes.
+// buildThread makes a thread of 40 steps with two namespaces, deltas and
+// writes.
 func buildThread(t *testing.T, s *checkpoint.Saver, thread string) {
+	buildThreadN(t, s, thread, 40)
+}
+
+// buildThreadN is buildThread with n steps.
+func buildThreadN(t *testing.T, s *checkpoint.Saver, thread string, n int) {
 	h := newHistory(t, s, thread)
 	cur := h.step(nil, []string{msg(0, "m")}, false)
-	for i := 1; i < 40; i++ {
+	for i := 1; i < n; i++ {
 		cur = h.step(cur, []string{msg(i, "m")}, false)
 	}
 	if err := s.PutWrites(bg, checkpoint.Config{ThreadID: thread, CheckpointID: cur.id}, "task-1",
