@@ -60,7 +60,7 @@ type Start struct {
 	// Task counts the thread's tasks from 1.
 	Task int `json:"task"`
 	// Request is the user's request.
-	Request string `json:"request"`
+	Request string    `json:"request"`
 	Time    time.Time `json:"time"`
 }
 
@@ -280,7 +280,10 @@ func (e HITLRequest) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON encodes the event with its "event" field.
-func (e Complete) MarshalJSON() ([]byte, error) { type plain Complete; return tagged(NameComplete, plain(e)) }
+func (e Complete) MarshalJSON() ([]byte, error) {
+	type plain Complete
+	return tagged(NameComplete, plain(e))
+}
 
 // tagged encodes v, an object, with "event": name as its first field.
 func tagged(name string, v any) ([]byte, error) {
