@@ -353,6 +353,31 @@ func SetMeta(ctx context.Context, key string, value any) {
 	b.m[key] = value
 }
 
+// Validate checks args against the tool's schema as Run does, without
+// calling the tool: for arguments a person edited, checked before they
+// run. The error wraps ErrInvalidArgs and, for schema violations,
+// Violations naming every problem.
+func (t *Tool) Validate(args json.RawMessage) error {
+	if t.err != nil {
+		return t.err
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var inst any
+	if err := json.Unmarshal(args, &inst); err != nil {
+		return fmt.Errorf("%w: tool %s: the arguments are not JSON: %w", ErrInvalidArgs, t.name, err)
+	}
+	if err := t.validate(inst); err != nil {
+		return fmt.Errorf("%w: tool %s: %w", ErrInvalidArgs, t.name, err)
+	}
+	return nil
+}
+
+// Required lists the properties the tool's schema requires.
+func (t *Tool) Required() []string { return slices.Clone(t.required) }
+
 // Run validates args against the tool's schema and calls it with at most
 // timeout to finish (zero: no limit beyond ctx). It never panics: a panic in
 // the function is recovered. The envelope is always filled; on failure the

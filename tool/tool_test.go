@@ -111,6 +111,39 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// Validate checks arguments as Run does, without calling the tool.
+func TestValidate(t *testing.T) {
+	called := false
+	tl := tool.New("replace_places", "Finds replacement places.", func(ctx context.Context, q placeQuery) ([]place, error) {
+		called = true
+		return nil, nil
+	})
+	if diff := cmp.Diff([]string{"latitude", "longitude"}, tl.Required()); diff != "" {
+		t.Errorf("Required (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct {
+		args string
+		ok   bool
+	}{
+		{`{"latitude": 37.5, "longitude": 127}`, true},
+		{`{"latitude": 37.5}`, false},
+		{`{"latitude": "north", "longitude": 1, "radius": 3}`, false},
+		{`{latitude`, false},
+	} {
+		err := tl.Validate(json.RawMessage(tt.args))
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, tool.ErrInvalidArgs)) {
+			t.Errorf("Validate(%s) = %v", tt.args, err)
+		}
+	}
+	var v tool.Violations
+	if err := tl.Validate(json.RawMessage(`{"latitude": "north", "radius": 3}`)); !errors.As(err, &v) || len(v) != 3 {
+		t.Errorf("violations of a call with three problems: %v", err)
+	}
+	if called {
+		t.Error("Validate called the tool")
+	}
+}
+
 func TestRunPanicAndTimeout(t *testing.T) {
 	boom := tool.New("boom", "panics", func(context.Context, struct{}) (int, error) { panic("kaput") })
 	res, err := boom.Run(context.Background(), nil, 0)

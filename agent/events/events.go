@@ -162,9 +162,6 @@ type TodoProgress struct {
 	// Time is when the change happened: for running, when the todo
 	// started; for done and failed, when it ended.
 	Time time.Time `json:"time"`
-	// Done and Total count the task's ended todos and all its todos.
-	Done  int `json:"done"`
-	Total int `json:"total"`
 }
 
 // HITLRequest (document 003's hitl_request) says the run stopped for a

@@ -23,7 +23,7 @@ func all() []events.Event {
 		events.End{Status: events.EndFailed, Error: &events.Error{Code: "invalid_plan", Message: "cycle t1 → t2 → t1"}},
 		events.SessionState{Thread: "th", Task: 1, Layer: events.LayerExecution, Todos: []events.TodoState{{ID: "t1", Title: "collect", Executor: "data", Status: "done", Version: 3}}},
 		events.LayerStart{Layer: events.LayerPlanning, Node: "planning"},
-		events.TodoProgress{TodoID: "t3", Title: "report", Executor: "content", Tool: "draft_report", Status: "running", Version: 2, Attempt: 1, Time: at, Done: 2, Total: 4},
+		events.TodoProgress{TodoID: "t3", Title: "report", Executor: "content", Tool: "draft_report", Status: "running", Version: 2, Attempt: 1, Time: at},
 		events.HITLRequest{Kind: "step", Message: "run it?", Actions: []string{"accept", "edit", "skip"}, Request: json.RawMessage(`{"kind":"step"}`)},
 		events.Complete{Format: "mixed", Text: "# 보고서", Attachments: []events.Attachment{{Name: "chart.svg", MediaType: "image/svg+xml", Path: "/r/chart.svg"}}, NextActions: []string{"run it next month"}, Succeeded: 3},
 	}
@@ -62,7 +62,7 @@ func TestFieldNames(t *testing.T) {
 	data, _ := json.Marshal(events.TodoProgress{TodoID: "t3", Status: "running"})
 	var obj map[string]any
 	json.Unmarshal(data, &obj)
-	for _, k := range []string{"event", "todo_id", "title", "executor", "status", "version", "time", "done", "total"} {
+	for _, k := range []string{"event", "todo_id", "title", "executor", "status", "version", "time"} {
 		if _, ok := obj[k]; !ok {
 			t.Errorf("todo_progress JSON %s has no %q", data, k)
 		}

@@ -1,0 +1,254 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/weftlabs/weft/agent/events"
+	"github.com/weftlabs/weft/graph"
+)
+
+// taskDir is where a task's files go: Results.Dir/THREAD/task-N; "" when
+// results are not saved.
+func (a *Agent) taskDir(thread string, task int) string {
+	if a.cfg.Results.Dir == "" {
+		return ""
+	}
+	if thread == "" {
+		thread = "run"
+	}
+	return filepath.Join(a.cfg.Results.Dir, safeName(thread), fmt.Sprintf("task-%d", task))
+}
+
+// safeName keeps letters, digits, dots, dashes and underscores of s, so
+// a thread id cannot leave the results directory.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	name := strings.Trim(b.String(), ".")
+	if name == "" {
+		return "_"
+	}
+	return name
+}
+
+// writeFile writes data to dir/name whole or not at all (a temporary
+// file renamed into place), so a crash never leaves half a file.
+func writeFile(dir, name string, data []byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := cmpErr(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return path, nil
+}
+
+func cmpErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// saveFiles writes each name → data under dir, reporting a failure on the
+// stream; it returns the paths written.
+func saveFiles(ctx context.Context, node, dir string, files map[string][]byte) []string {
+	var paths []string
+	for _, name := range sortedKeys(files) {
+		p, err := writeFile(dir, name, files[name])
+		if err != nil {
+			emit(ctx, events.Status{Message: fmt.Sprintf("could not save %s: %v", name, err), Node: node})
+			continue
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// savePlan saves the plan as plan.json and plan.md; it returns the
+// directory, or "" when results are not saved.
+func (a *Agent) savePlan(ctx context.Context, s graph.State, p *Plan) string {
+	dir := a.taskDir(threadOf(ctx), p.Task)
+	if dir == "" {
+		return ""
+	}
+	data, _ := json.MarshalIndent(p, "", "  ")
+	saveFiles(ctx, NodePlanning, dir, map[string][]byte{"plan.json": data, "plan.md": []byte(planMarkdown(p))})
+	return dir
+}
+
+// planMarkdown renders a plan: summary, strategy, estimate, the todos and
+// the drawing.
+func planMarkdown(p *Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Plan (revision %d)\n\n", p.Revision)
+	fmt.Fprintf(&b, "**Request:** %s\n\n", p.Request)
+	if p.Summary != "" {
+		fmt.Fprintf(&b, "%s\n\n", p.Summary)
+	}
+	fmt.Fprintf(&b, "- strategy: %s\n- estimate: %.1f s one after another, %.1f s along the critical path (%s), cost %.4f\n\n",
+		p.Strategy, p.Estimate.Seconds, p.Estimate.CriticalSeconds, strings.Join(p.Estimate.CriticalPath, " → "), p.Estimate.Cost)
+	b.WriteString("| id | todo | executor | tool | depends on |\n|---|---|---|---|---|\n")
+	for _, t := range p.Todos {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", t.ID, cell(t.Title), t.Executor, t.Tool, strings.Join(t.DependsOn, ", "))
+	}
+	fmt.Fprintf(&b, "\n```mermaid\n%s```\n", p.Mermaid)
+	return b.String()
+}
+
+// cell makes text safe in a Markdown table cell.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// saveStep saves a todo's result as JSON and Markdown (document 001's
+// step_NN_STATUS files), numbered by the todo's place in the plan.
+func (a *Agent) saveStep(ctx context.Context, thread string, task int, t Todo, r Result) []string {
+	dir := a.taskDir(thread, task)
+	if dir == "" {
+		return nil
+	}
+	base := fmt.Sprintf("step_%s_%s", safeName(t.ID), t.Status)
+	data, _ := json.MarshalIndent(struct {
+		Todo   Todo   `json:"todo"`
+		Result Result `json:"result"`
+	}{t, r}, "", "  ")
+	return saveFiles(ctx, NodeExecuteTodo, dir, map[string][]byte{base + ".json": data, base + ".md": []byte(stepMarkdown(t, r))})
+}
+
+// stepMarkdown renders a todo's result.
+func stepMarkdown(t Todo, r Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s: %s\n\n", t.ID, t.Title)
+	fmt.Fprintf(&b, "- status: **%s**\n- executor: %s\n- tool: %s (%s)\n- attempt: %d\n", r.Status, t.Executor, r.Tool, r.Method, r.Attempt)
+	if !r.Started.IsZero() {
+		fmt.Fprintf(&b, "- started: %s, took %s\n", r.Started.Format("2006-01-02 15:04:05.000 MST"), r.Ended.Sub(r.Started).Round(1e6))
+	}
+	if len(r.ToolsUsed) > 0 {
+		fmt.Fprintf(&b, "- tools used: %s\n", strings.Join(r.ToolsUsed, ", "))
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "\n## Error\n\n%s %s\n", r.ErrorCode, r.Error)
+	}
+	if len(r.Params) > 0 {
+		fmt.Fprintf(&b, "\n## Parameters\n\n```json\n%s\n```\n", indent(r.Params))
+	}
+	if r.Text != "" {
+		fmt.Fprintf(&b, "\n## Summary\n\n%s\n", r.Text)
+	}
+	if len(r.Data) > 0 {
+		fmt.Fprintf(&b, "\n## Result\n\n```json\n%s\n```\n", clip(indent(r.Data), 20000))
+	}
+	return b.String()
+}
+
+func indent(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// reportMarkdown is the task's final report (document 001's final result
+// file): the request, the answer, the attachments, what each todo did and
+// the plan.
+func reportMarkdown(request string, resp *Response, plan *Plan, todos []Todo, results map[string]Result, dir string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", oneLine(request))
+	fmt.Fprintf(&b, "%s\n", strings.TrimSpace(resp.Text))
+	if len(resp.Attachments) > 0 {
+		b.WriteString("\n## Attachments\n\n")
+		for _, at := range resp.Attachments {
+			rel := at.Path
+			if r, err := filepath.Rel(dir, at.Path); err == nil {
+				rel = filepath.ToSlash(r)
+			}
+			if strings.HasPrefix(at.MediaType, "image/") {
+				fmt.Fprintf(&b, "![%s](%s)\n\n", at.Description, rel)
+			} else {
+				fmt.Fprintf(&b, "- [%s](%s)\n", cmpStr(at.Description, at.Name), rel)
+			}
+		}
+	}
+	if len(resp.NextActions) > 0 {
+		b.WriteString("\n## Next actions\n\n")
+		for _, n := range resp.NextActions {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	if len(todos) > 0 {
+		b.WriteString("\n## Todos\n\n| id | todo | status | tool | time |\n|---|---|---|---|---|\n")
+		for _, t := range todos {
+			r := results[t.ID]
+			took := ""
+			if !r.Started.IsZero() && !r.Ended.IsZero() {
+				took = r.Ended.Sub(r.Started).Round(1e6).String()
+			}
+			status := string(t.Status)
+			if t.Reason != "" {
+				status += ": " + t.Reason
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", t.ID, cell(t.Title), cell(status), cmpStr(r.Tool, t.Tool), took)
+		}
+	}
+	if plan != nil {
+		fmt.Fprintf(&b, "\n## Plan\n\n%s · %s\n\n```mermaid\n%s```\n", plan.Strategy, cmpStr(plan.Summary, "-"), Mermaid(todos))
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return clip(s, 120)
+}
+
+func cmpStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// sortedResultIDs lists the ids of results in plan order, then the rest.
+func sortedResultIDs(todos []Todo, results map[string]Result) []string {
+	var ids []string
+	for _, t := range todos {
+		if _, ok := results[t.ID]; ok {
+			ids = append(ids, t.ID)
+		}
+	}
+	for _, id := range sortedKeys(results) {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
