@@ -277,5 +277,3 @@ func (a *Agent) recordTask(ctx context.Context, s graph.State, answer, outcome s
 		emit(ctx, events.Status{Message: fmt.Sprintf("%s (recording the task): %v", memoryHookFailures, err), Node: NodeResponse})
 	}
 }
-
-
