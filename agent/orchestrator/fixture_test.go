@@ -73,8 +73,6 @@ func combine(id string, deps ...string) todo {
 	return todo{ID: id, Title: "combine the figures", Executor: "insight", Tool: "combine", Params: map[string]any{}, DependsOn: deps}
 }
 
-func next() llm.Message { return js(map[string]any{"actions": []string{"compare with last year"}}) }
-
 // calls records the tool calls of a test, in order.
 type calls struct {
 	mu   sync.Mutex

@@ -179,9 +179,17 @@ func findCycle(todos []Todo, index map[string]int) []string {
 				for _, k := range stack[start:] {
 					cycle = append(cycle, todos[k].ID)
 				}
-				// Drawn in the direction work flows: a dependency
-				// before the todo that needs it.
+				// Drawn in the direction work flows (a dependency
+				// before the todo that needs it), from the todo that
+				// comes first in the plan.
 				slices.Reverse(cycle)
+				first := 0
+				for k, id := range cycle {
+					if index[id] < index[cycle[first]] {
+						first = k
+					}
+				}
+				cycle = slices.Concat(cycle[first:], cycle[:first])
 				cycle = append(cycle, cycle[0])
 				return true
 			case white:
