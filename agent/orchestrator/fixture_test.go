@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -77,12 +78,21 @@ func combine(id string, deps ...string) todo {
 type calls struct {
 	mu   sync.Mutex
 	list []string
+	log  string
 }
 
 func (c *calls) add(s string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.list = append(c.list, s)
+	if c.log != "" {
+		f, err := os.OpenFile(c.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Fprintln(f, s)
+		f.Close()
+	}
 }
 
 func (c *calls) get() []string {
