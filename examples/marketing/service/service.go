@@ -217,6 +217,7 @@ func insertSeed(ctx context.Context, tx *sql.Tx, seed *seedData, now time.Time) 
 			return err
 		}
 	}
+	daily := &batch{table: "channel_daily", cols: 8}
 	for _, c := range seed.Campaigns {
 		start := today.AddDate(0, 0, -c.StartDaysAgo)
 		end := start.AddDate(0, 0, c.Days-1)
@@ -243,13 +244,15 @@ func insertSeed(ctx context.Context, tx *sql.Tx, seed *seedData, now time.Time) 
 				impressions := clicks / (ch.ctr * (0.85 + 0.3*rng.Float64()))
 				conversions := clicks * ch.cvr * eff * (0.8 + 0.4*rng.Float64())
 				revenue := conversions * ch.aov * (0.9 + 0.2*rng.Float64())
-				if _, err := tx.ExecContext(ctx, `INSERT INTO channel_daily VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-					c.ID, chID, d.Format(dateLayout), int64(impressions), int64(clicks), int64(math.Round(conversions)),
+				if err := daily.add(ctx, tx, c.ID, chID, d.Format(dateLayout), int64(impressions), int64(clicks), int64(math.Round(conversions)),
 					int64(spend), int64(revenue)); err != nil {
 					return err
 				}
 			}
 		}
+	}
+	if err := daily.flush(ctx, tx); err != nil {
+		return err
 	}
 	for _, p := range seed.Products {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO products VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -271,6 +274,7 @@ func insertSeed(ctx context.Context, tx *sql.Tx, seed *seedData, now time.Time) 
 	}
 	pos, neg, neu := seed.ReviewPhrases["positive"], seed.ReviewPhrases["negative"], seed.ReviewPhrases["neutral"]
 	id := 0
+	reviews := &batch{table: "reviews", cols: 5}
 	for _, p := range seed.Products {
 		prof := seed.Profiles[p.ID]
 		if len(prof) != 2 {
@@ -289,12 +293,44 @@ func insertSeed(ctx context.Context, tx *sql.Tx, seed *seedData, now time.Time) 
 			default:
 				text, rating = neu[rng.IntN(len(neu))]+". "+neu[rng.IntN(len(neu))]+".", 3
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO reviews VALUES (?, ?, ?, ?, ?)`, id, p.ID, day.Format(dateLayout), rating, text); err != nil {
+			if err := reviews.add(ctx, tx, id, p.ID, day.Format(dateLayout), rating, text); err != nil {
 				return err
 			}
 		}
 	}
+	return reviews.flush(ctx, tx)
+}
+
+// batch inserts rows many at a time: one statement per row would make
+// seeding thousands of rows slow.
+type batch struct {
+	table string
+	cols  int
+	args  []any
+}
+
+// batchRows is how many rows one statement inserts (SQLite allows 32,766
+// parameters).
+const batchRows = 400
+
+func (b *batch) add(ctx context.Context, tx *sql.Tx, row ...any) error {
+	b.args = append(b.args, row...)
+	if len(b.args) >= batchRows*b.cols {
+		return b.flush(ctx, tx)
+	}
 	return nil
+}
+
+func (b *batch) flush(ctx context.Context, tx *sql.Tx) error {
+	if len(b.args) == 0 {
+		return nil
+	}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", b.cols), ", ") + ")"
+	rows := len(b.args) / b.cols
+	q := "INSERT INTO " + b.table + " VALUES " + strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
+	_, err := tx.ExecContext(ctx, q, b.args...)
+	b.args = b.args[:0]
+	return err
 }
 
 func mustJSON(v any) string {

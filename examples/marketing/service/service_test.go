@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,14 +15,23 @@ import (
 // now is a fixed day: 2026-02-06 in Korea.
 var now = time.Date(2026, 2, 6, 10, 0, 0, 0, time.FixedZone("KST", 9*3600))
 
+var (
+	shared     *service.Service
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// open returns the package's one service: the tests only read, and
+// seeding is slow under the race detector.
 func open(t *testing.T) *service.Service {
 	t.Helper()
-	s, err := service.OpenWith(context.Background(), ":memory:", service.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
+	sharedOnce.Do(func() {
+		shared, sharedErr = service.OpenWith(context.Background(), ":memory:", service.Options{Now: func() time.Time { return now }})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return shared
 }
 
 func TestResolvePeriod(t *testing.T) {
