@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -253,8 +254,22 @@ func actionList(as []Action) string {
 
 // fail tells the stream that the task failed (document 001's END with an
 // error) and returns err for the node to return: the run fails, and
-// nothing of the step is saved.
+// nothing of the step is saved. A failed model call (not a reply that
+// could not be used) is marked ErrModelFailed and coded "model_error".
 func (a *Agent) fail(ctx context.Context, code string, err error) error {
+	if !errors.Is(err, llm.ErrInvalidOutput) && !errors.Is(err, ErrInvalidPlan) && !errors.Is(err, context.Canceled) {
+		code, err = "model_error", &modelError{err}
+	}
 	emit(ctx, events.End{Status: events.EndFailed, Message: err.Error(), Error: &events.Error{Code: code, Message: err.Error()}})
 	return err
 }
+
+// ErrModelFailed matches a run's error when a model call failed (the
+// provider's error, a timeout), as opposed to a reply that could not be
+// used (llm.ErrInvalidOutput, ErrInvalidPlan).
+var ErrModelFailed = errors.New("orchestrator: the model failed")
+
+type modelError struct{ err error }
+
+func (e *modelError) Error() string   { return e.err.Error() }
+func (e *modelError) Unwrap() []error { return []error{ErrModelFailed, e.err} }

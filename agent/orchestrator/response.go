@@ -65,7 +65,7 @@ func (a *Agent) response(ctx context.Context, s graph.State) (graph.Update, erro
 		answer, err = a.streamAnswer(ctx, a.models.Response, msgs)
 	}
 	if err != nil {
-		return graph.Update{}, a.fail(ctx, "model_error", fmt.Errorf("writing the answer: %w", err))
+		return graph.Update{}, a.fail(ctx, "response_error", fmt.Errorf("writing the answer: %w", err))
 	}
 
 	resp := &Response{Text: answer, Outcome: outcome}

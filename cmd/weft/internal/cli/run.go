@@ -53,6 +53,7 @@ func toolMode(v, from string) (react.Mode, error) {
 
 func newRunCmd() *cobra.Command {
 	var agentName, modelName, threadID, newThread, dsn, tools string
+	var approve, configPath, resultsDir string
 	cmd := &cobra.Command{
 		Use:   "run --agent NAME [--model PROVIDER:MODEL] [--tools native|json] [--thread ID | --new-thread ID] QUESTION|-",
 		Short: "Ask an example agent a question, streaming its answer and tool calls",
@@ -79,8 +80,24 @@ func newRunCmd() *cobra.Command {
 			"  weft run --agent career --new-thread jimin \"UX 디자이너가 되고 싶어요\"\n" +
 			"  weft run --agent travel --model openai:gpt-4o-mini - < question.txt",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			question, err := readPrompt(args, cmd.InOrStdin())
+			e, err := lookupAgent(agentName)
 			if err != nil {
+				return err
+			}
+			if e.Orchestrate == nil {
+				for _, f := range []string{"approve", "config", "results"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--%s is for the orchestrator agents (%s), not %s", f, strings.Join(orchestratorAgents(), ", "), e.Name)
+					}
+				}
+			}
+			var question string
+			if e.Orchestrate != nil {
+				// Standard input carries the answers at the approval
+				// points: the request is the arguments only, and --thread
+				// without one answers the approval a saved run waits for.
+				question = strings.TrimSpace(strings.Join(args, " "))
+			} else if question, err = readPrompt(args, cmd.InOrStdin()); err != nil {
 				return err
 			}
 			from := "--tools"
@@ -93,7 +110,7 @@ func newRunCmd() *cobra.Command {
 			}
 			out, info, stop := newTerminal(cmd).wrap(cmd.OutOrStdout(), cmd.ErrOrStderr())
 			defer stop()
-			return run(cmd.Context(), runConfig{
+			rc := runConfig{
 				agent:    agentName,
 				model:    modelName,
 				mode:     mode,
@@ -103,7 +120,11 @@ func newRunCmd() *cobra.Command {
 				question: question,
 				out:      out,
 				info:     info,
-			})
+			}
+			if e.Orchestrate != nil {
+				return runOrchestrated(cmd.Context(), e, orchestrateConfig{runConfig: rc, approve: approve, configPath: configPath, resultsDir: resultsDir, stdin: cmd.InOrStdin()})
+			}
+			return run(cmd.Context(), rc)
 		},
 	}
 	f := cmd.Flags()
@@ -114,7 +135,21 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&newThread, "new-thread", "", "start a new conversation under this id")
 	cmd.MarkFlagsMutuallyExclusive("thread", "new-thread")
 	addDBFlag(cmd, &dsn, "database for conversations")
+	f.StringVar(&approve, "approve", approveAsk, "orchestrator agents: "+approveAsk+" (ask at each approval point; answers may be piped), "+approveAuto+" (answer each at once: accept, proceed, skip a failed todo) or "+approveNone+" (no approval points)")
+	f.StringVar(&configPath, "config", "", "orchestrator agents: a YAML configuration replacing the agent's own (approvals, models per layer, tools, prompts)")
+	f.StringVar(&resultsDir, "results", "", "orchestrator agents: where step results, plans, charts and reports are saved (default "+resultsDirName+" beside the database)")
 	return cmd
+}
+
+// orchestratorAgents names the examples that run as orchestrator agents.
+func orchestratorAgents() []string {
+	var names []string
+	for _, e := range examples.All() {
+		if e.Orchestrate != nil {
+			names = append(names, e.Name)
+		}
+	}
+	return names
 }
 
 type runConfig struct {
@@ -251,7 +286,7 @@ func lookupAgent(name string) (examples.Example, error) {
 		return examples.Example{}, fmt.Errorf("no agent: pass --agent with one of: %s", known)
 	}
 	e, err := examples.Lookup(name)
-	if err != nil || e.Open == nil {
+	if err != nil || (e.Open == nil && e.Orchestrate == nil) {
 		return examples.Example{}, fmt.Errorf("unknown agent %q; known agents: %s", name, known)
 	}
 	return e, nil

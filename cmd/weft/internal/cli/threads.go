@@ -443,7 +443,11 @@ func (t *threadsDB) continueCmd(v threadView) string {
 		if ng.example.Name != v.Graph {
 			continue
 		}
-		if ng.example.Open != nil {
+		if ng.example.Orchestrate != nil && len(v.Interrupts) > 0 {
+			// The run waits at an approval point: --thread alone answers it.
+			return fmt.Sprintf("weft run --agent %s --thread %s%s", v.Graph, shellQuote(v.ThreadID), t.dbArg)
+		}
+		if ng.example.Open != nil || ng.example.Orchestrate != nil {
 			return fmt.Sprintf("weft run --agent %s --thread %s%s \"...\"", v.Graph, shellQuote(v.ThreadID), t.dbArg)
 		}
 		if len(v.Interrupts) > 0 && v.Graph == "approval" {

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/examples/approval/planner"
 	careeragent "github.com/weftlabs/weft/examples/career/agent"
 	careerservice "github.com/weftlabs/weft/examples/career/service"
+	marketingagent "github.com/weftlabs/weft/examples/marketing/agent"
+	marketingservice "github.com/weftlabs/weft/examples/marketing/service"
 	travelagent "github.com/weftlabs/weft/examples/travel/agent"
 	travelservice "github.com/weftlabs/weft/examples/travel/service"
 	"github.com/weftlabs/weft/graph"
@@ -42,6 +45,33 @@ type Example struct {
 	// DemoJSON is the script that runs the agent offline in
 	// react.JSONFormat, relative to the module root.
 	DemoJSON string
+	// Orchestrate starts the example as an orchestrator agent (document
+	// 003's layers, with approval points) over model; nil for the others.
+	Orchestrate func(ctx context.Context, model llm.ChatModel, opts OrchestrateOptions) (*OrchestratorAgent, error)
+	// Config returns an orchestrator agent's default configuration.
+	Config func() (orchestrator.Config, error)
+}
+
+// OrchestrateOptions configure an agent opened by Example.Orchestrate.
+type OrchestrateOptions struct {
+	// Saver keeps the agent's threads; the approval points need one.
+	Saver *checkpoint.Saver
+	// DataDir is the directory of the SQLite file of the example's
+	// service; "" uses a private in-memory database.
+	DataDir string
+	// Mode is how the models are asked for structured output and tools.
+	Mode react.Mode
+	// Config replaces the example's default configuration.
+	Config *orchestrator.Config
+	// Models override the model passed to Orchestrate per layer.
+	Models orchestrator.Models
+}
+
+// OrchestratorAgent is an example orchestrator agent.
+type OrchestratorAgent struct {
+	Agent *orchestrator.Agent
+	// Close releases the agent's services.
+	Close func() error
 }
 
 // OpenOptions configure an agent opened by Example.Open. The zero value
@@ -93,6 +123,15 @@ func All() []Example {
 			Open:     openCareer,
 			Demo:     "examples/career/demo.yaml",
 			DemoJSON: "examples/career/demo-json.yaml",
+		},
+		{
+			Name:        "marketing",
+			Summary:     "the marketing agent of document 003: clarify, plan, approve, run todos in parallel over campaign, review and inventory tools, report (examples/marketing)",
+			Build:       buildMarketing,
+			Orchestrate: openMarketing,
+			Config:      marketingagent.DefaultConfig,
+			Demo:        "examples/marketing/demo.yaml",
+			DemoJSON:    "examples/marketing/demo.yaml",
 		},
 		{
 			Name:     "travel",
@@ -152,6 +191,34 @@ func openTravel(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 	return &Agent{Graph: a.Graph, Router: a.Router, Close: svc.Close}, nil
 }
 
+func openMarketing(ctx context.Context, model llm.ChatModel, opts OrchestrateOptions) (*OrchestratorAgent, error) {
+	svc, err := marketingservice.Open(ctx, serviceDB(opts.DataDir, "marketing"))
+	if err != nil {
+		return nil, fmt.Errorf("marketing service: %w", err)
+	}
+	a, err := marketingagent.New(ctx, model, svc, marketingagent.Options{
+		Config:       opts.Config,
+		Models:       opts.Models,
+		Checkpointer: opts.Saver,
+		Mode:         opts.Mode,
+	})
+	if err != nil {
+		svc.Close()
+		return nil, err
+	}
+	return &OrchestratorAgent{Agent: a, Close: svc.Close}, nil
+}
+
+// buildMarketing builds the marketing agent's graph over a model without
+// replies and an in-memory service, to draw it or read its threads.
+func buildMarketing(saver *checkpoint.Saver) (*graph.Graph, error) {
+	a, err := openMarketing(context.Background(), scripted.New(), OrchestrateOptions{Saver: saver})
+	if err != nil {
+		return nil, err
+	}
+	return a.Agent.Graph, a.Close()
+}
+
 // Names returns the examples' names, sorted.
 func Names() []string {
 	all := All()
@@ -162,11 +229,12 @@ func Names() []string {
 	return names
 }
 
-// Agents returns the names of the examples that run as chat agents.
+// Agents returns the names of the examples that run as agents: chat
+// agents and orchestrator agents.
 func Agents() []string {
 	var names []string
 	for _, e := range All() {
-		if e.Open != nil {
+		if e.Open != nil || e.Orchestrate != nil {
 			names = append(names, e.Name)
 		}
 	}

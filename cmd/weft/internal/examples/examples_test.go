@@ -50,7 +50,7 @@ func TestLookup(t *testing.T) {
 // Every agent has both demo scripts, and they load.
 func TestDemoScriptsLoad(t *testing.T) {
 	for _, e := range examples.All() {
-		if e.Open == nil {
+		if e.Open == nil && e.Orchestrate == nil {
 			continue
 		}
 		for _, path := range []string{e.Demo, e.DemoJSON} {
