@@ -169,3 +169,24 @@ func TestRunMarketingErrors(t *testing.T) {
 		t.Errorf("--approve with career: %v", err)
 	}
 }
+
+// A plan the model gets wrong twice ends the run with exit status 4 and
+// the reason; a failing model call with 3.
+func TestRunMarketingFailures(t *testing.T) {
+	marketingEnv(t)
+	cognition := `  - content: '{"intent": {"domain": "ANALYSIS", "category": "performance", "subcategory": "x"}, "entities": [], "ambiguous": false, "needs_tools": true, "confidence": 0.9}'` + "\n"
+	cyclic := `  - content: '{"summary": "s", "todos": [{"id": "t1", "title": "a", "executor": "data", "tool": "get_customer_segments", "depends_on": ["t2"]}, {"id": "t2", "title": "b", "executor": "data", "tool": "get_customer_segments", "depends_on": ["t1"]}]}'` + "\n"
+	model := writeScript(t, "responses:\n"+cognition+cyclic+cyclic)
+	_, info, err := execute(t, "run", "--agent", "marketing", "--model", model, "x")
+	if cli.ExitCode(err) != cli.ExitNoAnswer || !strings.Contains(err.Error(), "dependency cycle: t1 → t2 → t1") {
+		t.Errorf("err %v (exit %d)", err, cli.ExitCode(err))
+	}
+	if !strings.Contains(info, "· failed: planning: after one repair attempt: dependency cycle: t1 → t2 → t1") {
+		t.Errorf("stderr:\n%s", info)
+	}
+	model = writeScript(t, "responses:\n"+cognition+"  - error: the model is overloaded\n")
+	_, _, err = execute(t, "run", "--agent", "marketing", "--model", model, "x")
+	if cli.ExitCode(err) != cli.ExitModelFailed || !strings.Contains(err.Error(), "the model is overloaded") {
+		t.Errorf("err %v (exit %d)", err, cli.ExitCode(err))
+	}
+}

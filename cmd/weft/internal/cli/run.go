@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/checkpoint"
@@ -272,9 +273,9 @@ func ExitCode(err error) int {
 		return 0
 	case errors.Is(err, ErrInterrupted):
 		return ExitInterrupted
-	case errors.Is(err, react.ErrModelFailed):
+	case errors.Is(err, react.ErrModelFailed), errors.Is(err, orchestrator.ErrModelFailed):
 		return ExitModelFailed
-	case errors.Is(err, react.ErrNoAnswer):
+	case errors.Is(err, react.ErrNoAnswer), errors.Is(err, orchestrator.ErrInvalidPlan), errors.Is(err, llm.ErrInvalidOutput):
 		return ExitNoAnswer
 	}
 	return ExitError
