@@ -14,9 +14,9 @@ import (
 	"github.com/weftlabs/weft/graph"
 )
 
-// taskDir is where a task's files go: Results.Dir/THREAD/task-N; "" when
-// results are not saved.
-func (a *Agent) taskDir(thread string, task int) string {
+// TaskDir is where a task's files go: Config.Results.Dir/THREAD/task-N,
+// the thread id made safe as a file name; "" when results are not saved.
+func (a *Agent) TaskDir(thread string, task int) string {
 	if a.cfg.Results.Dir == "" {
 		return ""
 	}
@@ -95,7 +95,7 @@ func saveFiles(ctx context.Context, node, dir string, files map[string][]byte) [
 // savePlan saves the plan as plan.json and plan.md; it returns the
 // directory, or "" when results are not saved.
 func (a *Agent) savePlan(ctx context.Context, s graph.State, p *Plan) string {
-	dir := a.taskDir(threadOf(ctx), p.Task)
+	dir := a.TaskDir(threadOf(ctx), p.Task)
 	if dir == "" {
 		return ""
 	}
@@ -131,7 +131,7 @@ func cell(s string) string {
 // saveStep saves a todo's result as JSON and Markdown (document 001's
 // step_NN_STATUS files), numbered by the todo's place in the plan.
 func (a *Agent) saveStep(ctx context.Context, thread string, task int, t Todo, r Result) []string {
-	dir := a.taskDir(thread, task)
+	dir := a.TaskDir(thread, task)
 	if dir == "" {
 		return nil
 	}

@@ -69,7 +69,7 @@ func (a *Agent) response(ctx context.Context, s graph.State) (graph.Update, erro
 	}
 
 	resp := &Response{Text: answer, Outcome: outcome}
-	dir := a.taskDir(threadOf(ctx), Task.Get(s))
+	dir := a.TaskDir(threadOf(ctx), Task.Get(s))
 	if dir != "" {
 		resp.Attachments = a.attachments(ctx, dir, todos, ok)
 	}

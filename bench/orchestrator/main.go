@@ -36,13 +36,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,36 +173,16 @@ func defaultPostgres() string {
 
 // openPostgres creates a database of its own on the server at admin.
 func openPostgres(ctx context.Context, admin string) (*postgres.Driver, func(), error) {
-	conn, err := pgtest.Connect(ctx, admin)
+	dbURL, drop, err := pgtest.CreateDatabase(ctx, admin, "weft_bench_orch_")
 	if err != nil {
 		return nil, nil, err
 	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "weft_bench_orch_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, nil, err
-	}
-	drop := func() {
-		c, err := pgtest.Connect(context.Background(), admin)
-		if err == nil {
-			c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(context.Background())
-		}
-	}
-	u, err := url.Parse(admin)
+	d, err := postgres.Open(ctx, dbURL)
 	if err != nil {
 		drop()
 		return nil, nil, err
 	}
-	u.Path = "/" + name
-	d, err := postgres.Open(ctx, u.String())
-	if err != nil {
-		drop()
-		return nil, nil, err
-	}
-	return d, drop, nil
+	return d, func() { drop() }, nil
 }
 
 // plan is the model's plan: the DAG of levels, a todo per stub call.

@@ -42,9 +42,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -52,7 +50,6 @@ import (
 	"io"
 	"math"
 	mrand "math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,36 +293,15 @@ func postgresDiskBytes(ctx context.Context, dbURL string) (int64, map[string]int
 
 // openPostgres creates a database for the run on the server at admin.
 func openPostgres(ctx context.Context, admin string, keep bool, stderr io.Writer) (checkpoint.Driver, diskSizer, func(), error) {
-	conn, err := pgtest.Connect(ctx, admin)
+	dbURL, drop, err := pgtest.CreateDatabase(ctx, admin, "weft_bench_")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "weft_bench_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, nil, nil, err
-	}
-	drop := func() {
-		c, err := pgtest.Connect(context.Background(), admin)
-		if err == nil {
-			c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(context.Background())
-		}
-	}
-	u, err := url.Parse(admin)
+	d, err := postgres.Open(ctx, dbURL)
 	if err != nil {
 		drop()
 		return nil, nil, nil, err
 	}
-	u.Path = "/" + name
-	d, err := postgres.Open(ctx, u.String())
-	if err != nil {
-		drop()
-		return nil, nil, nil, err
-	}
-	dbURL := u.String()
 	cleanup := func() {
 		d.Close()
 		if keep {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -58,30 +59,51 @@ func NewDatabase(t testing.TB, prefix string) string {
 		}
 		t.Skipf("no PostgreSQL server at %s (%v); set %s to run these tests", server, err, EnvVar)
 	}
-	defer admin.Close(context.Background())
+	admin.Close(context.Background())
+	dbURL, drop, err := CreateDatabase(ctx, server, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return dbURL
+}
+
+// CreateDatabase creates a database named prefix plus a random suffix on
+// the server at admin (a postgres:// URL), for a test or a benchmark, and
+// returns its connection string and the function that drops it.
+func CreateDatabase(ctx context.Context, admin, prefix string) (dbURL string, drop func() error, err error) {
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("the server's address must be a postgres:// URL: %w", err)
+	}
+	conn, err := Connect(ctx, admin)
+	if err != nil {
+		return "", nil, err
+	}
+	defer conn.Close(context.Background())
 	var b [6]byte
 	rand.Read(b[:])
 	name := prefix + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("creating database %s: %v", name, err)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("creating database %s: %w", name, err)
 	}
-	t.Cleanup(func() {
+	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := Connect(ctx, server)
+		c, err := Connect(ctx, admin)
 		if err != nil {
-			t.Errorf("dropping database %s: %v", name, err)
-			return
+			return fmt.Errorf("dropping database %s: %w", name, err)
 		}
 		defer c.Close(ctx)
 		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("dropping database %s: %v", name, err)
+			return fmt.Errorf("dropping database %s: %w", name, err)
 		}
-	})
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatalf("%s must be a postgres:// URL: %v", EnvVar, err)
+		return nil
 	}
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), drop, nil
 }

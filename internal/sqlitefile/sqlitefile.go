@@ -17,6 +17,26 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
+// ServiceDSN is the data source name an example service opens path with
+// (":memory:" for a private in-memory database): a busy timeout, so
+// concurrent writers wait instead of failing; foreign keys; BEGIN
+// IMMEDIATE transactions, so a transaction takes the write lock before it
+// reads; and WAL for a file, so readers do not block the writer. A path
+// that already holds parameters keeps them.
+func ServiceDSN(path string) string {
+	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_txlock=immediate"
+	if path != ":memory:" {
+		params += "&_pragma=journal_mode(WAL)"
+	}
+	if !strings.HasPrefix(path, "file:") {
+		path = "file:" + path
+	}
+	if strings.Contains(path, "?") {
+		return path + "&" + params
+	}
+	return path + "?" + params
+}
+
 // EnsureWAL switches the database that dsn names to WAL journaling, which
 // SQLite records in the file, so that the connections a pool opens on it
 // afterwards find nothing to change. dsn is exactly what the caller gives

@@ -81,7 +81,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Service, error) 
 		now = time.Now
 	}
 	// One connection for ":memory:", which is a database per connection.
-	db, err := sqlitefile.Open(ctx, dsn(path), 10*time.Second)
+	db, err := sqlitefile.Open(ctx, sqlitefile.ServiceDSN(path), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("career: open %s: %w", path, err)
 	}
@@ -91,23 +91,6 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Service, error) 
 		return nil, err
 	}
 	return s, nil
-}
-
-// dsn adds a busy timeout (concurrent writers wait instead of failing), WAL
-// (readers do not block the writer) and BEGIN IMMEDIATE transactions (a
-// booking takes the write lock before it reads the seat count).
-func dsn(path string) string {
-	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_txlock=immediate"
-	if path != ":memory:" {
-		params += "&_pragma=journal_mode(WAL)"
-	}
-	if !strings.HasPrefix(path, "file:") {
-		path = "file:" + path
-	}
-	if strings.Contains(path, "?") {
-		return path + "&" + params
-	}
-	return path + "?" + params
 }
 
 // Close closes the database.

@@ -3,7 +3,6 @@ package service
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -62,12 +61,3 @@ func (e *NoDataError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNoData) hold.
 func (e *NoDataError) Unwrap() error { return ErrNoData }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -105,7 +106,7 @@ func (s *Service) ChannelPerformance(ctx context.Context, spec string) (*Channel
 		r.Total.Spend += m.Spend
 		r.Total.Revenue += m.Revenue
 	}
-	for _, id := range sortedKeys(cur) {
+	for _, id := range slices.Sorted(maps.Keys(cur)) {
 		m := cur[id]
 		m.derive()
 		m.RevenueShare = round4(ratio(float64(m.Revenue), float64(r.Total.Revenue)))

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -180,7 +181,7 @@ func (s *Service) ReviewSentiment(ctx context.Context, q ReviewQuery) (*Sentimen
 	})
 	rep.Praise = topBy(rep.Keywords, func(k Keyword) int { return k.Positive })
 	rep.Complaints = topBy(rep.Keywords, func(k Keyword) int { return k.Negative })
-	for _, id := range sortedKeys(prods) {
+	for _, id := range slices.Sorted(maps.Keys(prods)) {
 		a := prods[id]
 		rep.Products = append(rep.Products, ProductSentiment{ID: id, Name: a.name, Reviews: a.n,
 			Positive: round2(float64(a.pos) / float64(a.n)), Rating: round2(float64(a.ratingSum) / float64(a.n))})

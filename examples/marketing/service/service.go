@@ -20,8 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +74,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Service, error) 
 	if now == nil {
 		now = time.Now
 	}
-	db, err := sqlitefile.Open(ctx, dsn(path), 10*time.Second)
+	db, err := sqlitefile.Open(ctx, sqlitefile.ServiceDSN(path), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("marketing: open %s: %w", path, err)
 	}
@@ -82,21 +84,6 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Service, error) 
 		return nil, err
 	}
 	return s, nil
-}
-
-// dsn adds a busy timeout, WAL for files and immediate transactions.
-func dsn(path string) string {
-	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_txlock=immediate"
-	if path != ":memory:" {
-		params += "&_pragma=journal_mode(WAL)"
-	}
-	if !strings.HasPrefix(path, "file:") {
-		path = "file:" + path
-	}
-	if strings.Contains(path, "?") {
-		return path + "&" + params
-	}
-	return path + "?" + params
 }
 
 // Close closes the database.
@@ -225,7 +212,7 @@ func insertSeed(ctx context.Context, tx *sql.Tx, seed *seedData, now time.Time) 
 			c.ID, c.Name, c.Objective, c.Category, start.Format(dateLayout), end.Format(dateLayout)); err != nil {
 			return err
 		}
-		for _, chID := range sortedKeys(c.Budgets) {
+		for _, chID := range slices.Sorted(maps.Keys(c.Budgets)) {
 			ch, ok := chans[chID]
 			if !ok {
 				return fmt.Errorf("campaign %s: unknown channel %q", c.ID, chID)

@@ -60,7 +60,7 @@ func Open(ctx context.Context, path string) (*Service, error) {
 		return nil, &InputError{Field: "path", Value: path, Expected: `a file path or ":memory:"`}
 	}
 	// One connection for ":memory:", which is a database per connection.
-	db, err := sqlitefile.Open(ctx, dsn(path), 10*time.Second)
+	db, err := sqlitefile.Open(ctx, sqlitefile.ServiceDSN(path), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("travel: open %s: %w", path, err)
 	}
@@ -70,22 +70,6 @@ func Open(ctx context.Context, path string) (*Service, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// dsn adds a busy timeout (concurrent writers wait instead of failing) and,
-// for files, WAL (readers do not block the writer).
-func dsn(path string) string {
-	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_txlock=immediate"
-	if path != ":memory:" {
-		params += "&_pragma=journal_mode(WAL)"
-	}
-	if !strings.HasPrefix(path, "file:") {
-		path = "file:" + path
-	}
-	if strings.Contains(path, "?") {
-		return path + "&" + params
-	}
-	return path + "?" + params
 }
 
 // Close closes the database.

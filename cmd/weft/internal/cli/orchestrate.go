@@ -15,7 +15,6 @@ import (
 	"github.com/weftlabs/weft/agent/events"
 	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/checkpoint"
-	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
@@ -76,20 +75,11 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 	if c.approve == approveNone {
 		cfg.Approvals.Enabled = false
 	}
-	name := c.model
-	if name == "" {
-		name = os.Getenv(modelEnv)
-	}
-	if name == "" {
-		name = cfg.Models.Default
-	}
-	if name == "" {
-		return fmt.Errorf("no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama) or --model scripted:%s (offline), or set %s", e.Demo, modelEnv)
-	}
-	model, err := providers.Open(ctx, name)
+	model, db, dataDir, err := openRun(ctx, e, c.runConfig, cfg.Models.Default)
 	if err != nil {
 		return err
 	}
+	defer db.Close()
 	var models orchestrator.Models
 	for _, m := range []struct {
 		key, name string
@@ -106,15 +96,6 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 		if *m.to, err = providers.Open(ctx, m.name); err != nil {
 			return fmt.Errorf("configuration %s: %w", m.key, err)
 		}
-	}
-	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	dataDir := "."
-	if db.Backend == "sqlite" {
-		dataDir = filepath.Dir(db.Target)
 	}
 	cfg.Results.Dir = c.resultsDir
 	if cfg.Results.Dir == "" {
@@ -180,7 +161,7 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 		if err != nil {
 			return fmt.Errorf("thread %s: the approval it waits for: %w", thread, err)
 		}
-		showRequest(c.info, req, cfg.Results.Dir, thread)
+		showRequest(c.info, req, agent.Agent, thread)
 		d, err := decide(ctx, req, c.approve, answers, c.info)
 		if errors.Is(err, errNoDecision) {
 			return fmt.Errorf("%w; the run is saved: answer later with %s", err, answerLater)
@@ -288,7 +269,7 @@ func took(from, to time.Time) string {
 }
 
 // showRequest describes an approval point for a person.
-func showRequest(w io.Writer, r orchestrator.Request, resultsDir, thread string) {
+func showRequest(w io.Writer, r orchestrator.Request, a *orchestrator.Agent, thread string) {
 	fmt.Fprintln(w)
 	if r.Problem != "" {
 		fmt.Fprintf(w, "the last answer could not be used: %s\n", r.Problem)
@@ -327,8 +308,8 @@ func showRequest(w io.Writer, r orchestrator.Request, resultsDir, thread string)
 				fmt.Fprintf(w, "%s%s %s [%s · %s %s]%s\n", head, t.ID, t.Title, t.Executor, t.Tool, compactJSON(t.Params), deps)
 			}
 		}
-		if resultsDir != "" {
-			fmt.Fprintf(w, "  (the plan and its Mermaid drawing: %s)\n", filepath.Join(resultsDir, safeDir(thread), fmt.Sprintf("task-%d", p.Task), "plan.md"))
+		if dir := a.TaskDir(thread, p.Task); dir != "" {
+			fmt.Fprintf(w, "  (the plan and its Mermaid drawing: %s)\n", filepath.Join(dir, "plan.md"))
 		}
 	case orchestrator.KindStep:
 		st := r.Step
@@ -366,20 +347,6 @@ func showRequest(w io.Writer, r orchestrator.Request, resultsDir, thread string)
 	default:
 		fmt.Fprintf(w, "%s\n", r.Message)
 	}
-}
-
-// safeDir mirrors the orchestrator's naming of a thread's results
-// directory, for the path shown.
-func safeDir(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return strings.Trim(b.String(), ".")
 }
 
 func compactJSON(raw json.RawMessage) string {

@@ -165,32 +165,11 @@ func run(ctx context.Context, c runConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	name := c.model
-	if name == "" {
-		name = os.Getenv(modelEnv)
-	}
-	if name == "" {
-		demo := e.Demo
-		if c.mode == react.JSONFormat && e.DemoJSON != "" {
-			demo = e.DemoJSON
-		}
-		return fmt.Errorf("no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:%s (offline), or set %s", demo, modelEnv)
-	}
-	model, err := providers.Open(ctx, name)
-	if err != nil {
-		return err // it names the model already
-	}
-	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
+	model, db, dataDir, err := openRun(ctx, e, c, "")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	// The example's service keeps its data beside the conversations (for
-	// PostgreSQL, in the current directory).
-	dataDir := "."
-	if db.Backend == "sqlite" {
-		dataDir = filepath.Dir(db.Target)
-	}
 	a, err := e.Open(ctx, model, examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode})
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", e.Name, err)
@@ -248,6 +227,34 @@ func run(ctx context.Context, c runConfig) (err error) {
 // graphIDKey is the run metadata key naming the example graph that wrote a
 // thread, as the LangGraph server stamps its runs' checkpoints.
 const graphIDKey = "graph_id"
+
+// openRun opens what a run needs: the model (--model, else $WEFT_MODEL,
+// else fallback; without any, an error that says how to name one) and the
+// database; it returns the directory where the example's service keeps its
+// data, beside the conversations (for PostgreSQL, the current directory).
+func openRun(ctx context.Context, e examples.Example, c runConfig, fallback string) (llm.ChatModel, *dburl.DB, string, error) {
+	name := cmp.Or(c.model, os.Getenv(modelEnv), fallback)
+	if name == "" {
+		demo := e.Demo
+		if c.mode == react.JSONFormat && e.DemoJSON != "" {
+			demo = e.DemoJSON
+		}
+		return nil, nil, "", fmt.Errorf("no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:%s (offline), or set %s", demo, modelEnv)
+	}
+	model, err := providers.Open(ctx, name)
+	if err != nil {
+		return nil, nil, "", err // it names the model already
+	}
+	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	dataDir := "."
+	if db.Backend == "sqlite" {
+		dataDir = filepath.Dir(db.Target)
+	}
+	return model, db, dataDir, nil
+}
 
 // Exit codes of the weft command, documented in README.md.
 const (
