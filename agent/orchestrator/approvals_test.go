@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -255,6 +256,7 @@ func TestStepApproval(t *testing.T) {
 				js(map[string]any{"kind": "sales"}), js(map[string]any{"kind": "visits"}), js(map[string]any{}), llmAnswer("ok"))
 			a := newAgent(t, f, model, setup{config: func(c *orchestrator.Config) { c.Approvals.Plan = false; c.Approvals.Step = true }})
 			r := drive(t, a, "th", orchestrator.Input("analyse", ""))
+			all := r.events
 			problems := 0
 			for _, d := range tt.answers {
 				if r.err != nil || r.stop == nil || r.stop.Kind != orchestrator.KindStep {
@@ -268,6 +270,7 @@ func TestStepApproval(t *testing.T) {
 					problems++
 				}
 				r = drive(t, a, "th", resume(d))
+				all = append(all, r.events...)
 			}
 			if r.err != nil || r.stop != nil {
 				t.Fatalf("err %v stop %+v", r.err, r.stop)
@@ -281,7 +284,22 @@ func TestStepApproval(t *testing.T) {
 			if diff := cmp.Diff(tt.statusOf, statuses(r.state)); diff != "" {
 				t.Errorf("statuses (-want +got):\n%s", diff)
 			}
+			onceEach(t, all)
 		})
+	}
+}
+
+// onceEach checks that no change of a todo's status was told twice: a
+// node resumed after an interrupt runs again from its top.
+func onceEach(t *testing.T, evs []events.Event) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, p := range named[events.TodoProgress](evs) {
+		key := fmt.Sprintf("%s v%d %s", p.TodoID, p.Version, p.Status)
+		if seen[key] {
+			t.Errorf("told twice: %s (progress %v)", key, progress(evs))
+		}
+		seen[key] = true
 	}
 }
 
@@ -336,6 +354,7 @@ func TestErrorApproval(t *testing.T) {
 			}
 			a := newAgent(t, f, model, setup{config: func(c *orchestrator.Config) { c.Approvals.Plan = false }})
 			r := drive(t, a, "th", orchestrator.Input("analyse", ""))
+			all := r.events
 			for _, d := range tt.answers {
 				if r.err != nil || r.stop == nil || r.stop.Kind != orchestrator.KindError {
 					t.Fatalf("err %v stop %+v; want the error point", r.err, r.stop)
@@ -345,7 +364,9 @@ func TestErrorApproval(t *testing.T) {
 					t.Errorf("failure payload %+v", fr)
 				}
 				r = drive(t, a, "th", resume(d))
+				all = append(all, r.events...)
 			}
+			onceEach(t, all)
 			if r.err != nil || r.stop != nil {
 				t.Fatalf("err %v stop %+v", r.err, r.stop)
 			}

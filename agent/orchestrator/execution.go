@@ -390,7 +390,6 @@ func (a *Agent) stepApproval(ctx context.Context, s graph.State) (graph.Update, 
 					reason += ": " + r
 				}
 				t := st.Todo.With(func(n *Todo) { n.Status = StatusSkipped; n.Reason = reason })
-				emit(ctx, a.progress(t, ""))
 				skipped = append(skipped, t)
 				record(st, ActionSkip, "user", d.Reason)
 				break asking
@@ -398,6 +397,11 @@ func (a *Agent) stepApproval(ctx context.Context, s graph.State) (graph.Update, 
 				req.Problem = fmt.Sprintf("unknown action %q: answer %s", d.Action, actionList(req.Actions))
 			}
 		}
+	}
+	// Told only now: until its last question is answered the node runs
+	// again from its top at each resume.
+	for _, t := range skipped {
+		emit(ctx, a.progress(t, ""))
 	}
 	u := ApprovalHistory.Write(records)
 	if len(skipped) > 0 {
@@ -626,7 +630,6 @@ func (a *Agent) errorApproval(ctx context.Context, s graph.State) (graph.Update,
 			switch d.Action {
 			case ActionRetry:
 				n := t.With(func(n *Todo) { n.Status = StatusPending; n.Reason = ""; n.Decided = false })
-				emit(ctx, a.progress(n, ""))
 				changed, records = append(changed, n), append(records, rec)
 				break asking
 			case ActionSkip:
@@ -635,7 +638,6 @@ func (a *Agent) errorApproval(ctx context.Context, s graph.State) (graph.Update,
 					n.Reason = "skipped after failing: " + t.Reason
 					n.Decided = true
 				})
-				emit(ctx, a.progress(n, ""))
 				changed, records = append(changed, n), append(records, rec)
 				break asking
 			case ActionAbort:
@@ -645,12 +647,12 @@ func (a *Agent) errorApproval(ctx context.Context, s graph.State) (graph.Update,
 				for _, o := range current {
 					if !o.Status.Ended() {
 						n := o.With(func(n *Todo) { n.Status = StatusSkipped; n.Reason = "aborted by the user" })
-						emit(ctx, a.progress(n, ""))
 						aborted = append(aborted, n)
 					}
 				}
 				changed = append(changed, aborted...)
 				records = append(records, rec)
+				a.tellChanges(ctx, changed)
 				return Todos.Write(changed).And(
 					Results.Write(skippedResults(aborted, a.now())),
 					ApprovalHistory.Write(records),
@@ -669,11 +671,23 @@ func (a *Agent) errorApproval(ctx context.Context, s graph.State) (graph.Update,
 			skipped = append(skipped, t)
 		}
 	}
+	a.tellChanges(ctx, changed)
 	return Todos.Write(changed).And(
 		Results.Write(skippedResults(skipped, a.now())),
 		ApprovalHistory.Write(records),
 		Trace.Write(a.traceTodos(s, NodeErrorApproval, "decided", changed)),
 	).Goto(NodeDispatcher), nil
+}
+
+// tellChanges sends a todo_progress event for each todo an approval point
+// changed; a point tells them once it has asked its last question, since
+// until then it runs again from its top at each resume.
+func (a *Agent) tellChanges(ctx context.Context, todos []Todo) {
+	for _, t := range todos {
+		if t.Status != StatusFailed { // a decided failure is no change of status
+			emit(ctx, a.progress(t, ""))
+		}
+	}
 }
 
 // pause is document 003's pause during execution, before a wave: verify
