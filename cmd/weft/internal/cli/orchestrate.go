@@ -132,7 +132,7 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 		defer p.endLine()
 		opts := &graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamCustom}, RecursionLimit: 500, Busy: graph.BusyWait,
 			Metadata: map[string]any{graphIDKey: e.Name},
-			OnBusy: func(*checkpoint.BusyError) { fmt.Fprintf(c.info, "thread %s is busy; waiting…\n", thread) }}
+			OnBusy:   func(*checkpoint.BusyError) { fmt.Fprintf(c.info, "thread %s is busy; waiting…\n", thread) }}
 		for ev, err := range g.Stream(ctx, in, opts) {
 			if err != nil {
 				return fmt.Errorf("agent %s: %w", e.Name, err)
