@@ -226,7 +226,7 @@ type run struct {
 func drive(t *testing.T, a *orchestrator.Agent, thread string, in graph.Update) run {
 	t.Helper()
 	var r run
-	opts := &graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamCustom, graph.StreamValues}, RecursionLimit: 200}
+	opts := &graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamCustom, graph.StreamValues}, RecursionLimit: a.RecursionLimit()}
 	for ev, err := range a.Graph.Stream(context.Background(), in, opts) {
 		if err != nil {
 			r.err = err

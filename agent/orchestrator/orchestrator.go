@@ -328,6 +328,15 @@ func (a *Agent) allTools() []*tool.Tool {
 	return out
 }
 
+// RecursionLimit is a recursion limit (graph.RunOptions.RecursionLimit)
+// no task of this agent reaches: a task takes a few supersteps before and
+// after execution and at most six per wave of todos (dispatcher, pause,
+// preparation, approval, the todos, collector, error point), and a plan
+// has at most Config.Planning.MaxTodos waves, each todo counted twice for
+// a retry. The graph runtime's default, 25, is too few for a plan of more
+// than about six waves.
+func (a *Agent) RecursionLimit() int { return 10 + 7*2*a.cfg.Planning.MaxTodos }
+
 // Config returns the agent's configuration, with defaults filled in.
 func (a *Agent) Config() Config { return a.cfg }
 

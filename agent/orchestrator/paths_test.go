@@ -19,6 +19,7 @@ import (
 	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
 )
@@ -335,5 +336,37 @@ func TestNoCheckpointer(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"clarification:auto", "plan:auto", "error:auto"}, by); diff != "" {
 		t.Errorf("approvals (-want +got):\n%s", diff)
+	}
+}
+
+// A run of a plan of MaxTodos todos one after another (a wave each)
+// needs more supersteps than the runtime's default limit; RecursionLimit
+// is enough.
+func TestRecursionLimit(t *testing.T) {
+	const n = 12
+	var todos []todo
+	for i := range n {
+		var deps []string
+		if i > 0 {
+			deps = []string{fmt.Sprintf("t%d", i)}
+		}
+		todos = append(todos, fetch(fmt.Sprintf("t%d", i+1), "x", deps...))
+	}
+	for _, limit := range []int{0, -1} {
+		model := scripted.New(cognition(), plan(todos...), llmAnswer("ok"))
+		a := newAgent(t, &fixture{}, model, setup{config: func(c *orchestrator.Config) {
+			c.Approvals.Enabled = false
+			c.Planning.MaxTodos = n
+		}})
+		if limit < 0 {
+			limit = a.RecursionLimit()
+		}
+		_, err := a.Graph.Invoke(context.Background(), orchestrator.Input("go", ""), &graph.RunOptions{ThreadID: "th", RecursionLimit: limit})
+		if limit == 0 && !errors.Is(err, graph.ErrRecursionLimit) {
+			t.Errorf("default limit: err %v, want the recursion limit", err)
+		}
+		if limit > 0 && err != nil {
+			t.Errorf("limit %d: %v", limit, err)
+		}
 	}
 }
