@@ -195,7 +195,7 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 	var notes []string
 	e := a.executors[t.Executor]
 	if e != nil && len(e.names) > 0 {
-		ranked, err := a.retriever.RetrieveTools(ctx, RetrieveRequest{Query: t.Title, Among: e.names, K: a.cfg.Execution.TopTools})
+		ranked, err := a.retriever.RetrieveTools(ctx, RetrieveRequest{User: User.Get(s), Query: t.Title, Among: e.names, K: a.cfg.Execution.TopTools})
 		if err != nil {
 			notes = append(notes, "tool retrieval failed: "+err.Error())
 		}

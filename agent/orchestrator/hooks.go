@@ -84,6 +84,9 @@ type ScoredTool struct {
 
 // RetrieveRequest asks for the tools that fit a step.
 type RetrieveRequest struct {
+	// User is the user the step is for (a retriever with tool memory
+	// boosts and avoids by it); empty when unknown.
+	User string
 	// Query is the step's description.
 	Query string
 	// Among limits the answer to these tools; nil allows any.

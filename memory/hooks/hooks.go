@@ -1,0 +1,243 @@
+// Package hooks connects long-term memory (package memory: document 001's
+// clarification, behaviour, tool, plan and workflow memories) and a tool
+// index (package tool/retrieve, BigTool) to the orchestrator's memory hooks
+// (agent/orchestrator), which know neither:
+//
+//	exp, err := memory.NewExperience(st, memory.ExperienceOptions{})
+//	a, err := orchestrator.New(orchestrator.Options{
+//		...
+//		Memory:    hooks.New(exp),
+//		Retriever: hooks.Retriever(index), // optional: BigTool instead of the lexical default
+//	})
+//
+// Past clarifications are offered and applied by their reuse count and
+// confidence; a step's acceptance is predicted from the user's past answers
+// to step approvals of its tool; tools are boosted by their success rate
+// for similar steps (× 0.3 × the cold-start multiplier) and avoided after
+// repeated failures; and every finished task is recorded: each todo's tool
+// outcome, each of the user's approval answers, the plan as proposed and as
+// run, and the workflow.
+package hooks
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weftlabs/weft/agent/orchestrator"
+	"github.com/weftlabs/weft/memory"
+	"github.com/weftlabs/weft/tool/retrieve"
+)
+
+// BoostWeight scales a tool's success rate into its boost (document
+// 001's score_boost = success_rate × 0.3).
+const BoostWeight = 0.3
+
+// New returns the orchestrator's memory hooks over exp.
+func New(exp *memory.Experience) orchestrator.Memory {
+	return orchestrator.Memory{
+		Clarifications: Clarifications{exp.Clarifications},
+		Acceptance:     Acceptance{exp.Behaviour},
+		Tools:          Tools{exp.Tools},
+		Recorder:       Recorder{exp},
+	}
+}
+
+// Clarifications is orchestrator.ClarificationMemory over a
+// memory.ClarificationMemory.
+type Clarifications struct{ M *memory.ClarificationMemory }
+
+// PastClarifications implements orchestrator.ClarificationMemory: the
+// user's clarifications of similar requests, best first, with their reuse
+// counts and their confidence for this request.
+func (c Clarifications) PastClarifications(ctx context.Context, user, request string) ([]orchestrator.PastClarification, error) {
+	found, err := c.M.FindSimilar(ctx, user, request)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]orchestrator.PastClarification, len(found))
+	for i, p := range found {
+		out[i] = orchestrator.PastClarification{ID: p.ID, Request: p.Query, Question: strings.Join(p.Questions, " / "), Answer: p.Response,
+			ReuseCount: p.ReuseCount, Confidence: p.Confidence}
+	}
+	return out, nil
+}
+
+// RecordClarification implements orchestrator.ClarificationMemory: a new
+// answer is recorded with full confidence (the user gave it); a reuse, by
+// the user's choice or applied automatically, counts as a successful reuse.
+func (c Clarifications) RecordClarification(ctx context.Context, user string, rec orchestrator.ClarificationRecord) error {
+	switch rec.Action {
+	case "clarify":
+		_, err := c.M.Record(ctx, user, memory.Clarification{Query: rec.Request, Questions: []string{rec.Question}, Response: rec.Answer, Confidence: 1})
+		return err
+	case "reuse_past", "auto":
+		if rec.PastID == "" {
+			return errors.New("hooks: a reuse without the id of the clarification reused")
+		}
+		return c.M.MarkReused(ctx, user, rec.PastID, true)
+	}
+	return nil
+}
+
+// Acceptance is orchestrator.AcceptancePredictor over a
+// memory.BehaviourMemory.
+type Acceptance struct{ M *memory.BehaviourMemory }
+
+// PredictAcceptance implements orchestrator.AcceptancePredictor: the
+// cold-start-adjusted share of the user's "accept" answers to step
+// approvals of the step's tool; unknown without samples.
+func (a Acceptance) PredictAcceptance(ctx context.Context, user string, st orchestrator.Step) (float64, bool, error) {
+	p, samples, err := a.M.PredictAcceptance(ctx, user, string(orchestrator.KindStep), st.Tool)
+	return p, samples > 0, err
+}
+
+// Tools is orchestrator.ToolAdvisor over a memory.ToolMemory.
+type Tools struct{ M *memory.ToolMemory }
+
+// ToolAdvice implements orchestrator.ToolAdvisor: each tool that served
+// similar steps is boosted by its success rate × BoostWeight × its
+// cold-start confidence; tools that failed repeatedly are avoided.
+func (t Tools) ToolAdvice(ctx context.Context, user, step string) (orchestrator.ToolAdvice, error) {
+	stats, err := t.M.Stats(ctx, user, step)
+	if err != nil {
+		return orchestrator.ToolAdvice{}, err
+	}
+	adv := orchestrator.ToolAdvice{Boost: map[string]float64{}}
+	for _, s := range stats {
+		if s.ShouldAvoid {
+			adv.Avoid = append(adv.Avoid, s.Tool)
+			continue
+		}
+		if b := s.SuccessRate * BoostWeight * s.Confidence; b > 0 {
+			adv.Boost[s.Tool] = b
+		}
+	}
+	return adv, nil
+}
+
+// Recorder is orchestrator.TaskRecorder over an Experience.
+type Recorder struct{ Exp *memory.Experience }
+
+// RecordTask implements orchestrator.TaskRecorder: every todo that ran is
+// a tool outcome (a todo the ReAct fallback finished is a failure of the
+// recommended tool and a success of the one that worked); every answer the
+// user gave at an approval point is an approval; the plan, as proposed and
+// as run, is a plan outcome; and the task is a workflow run. A task
+// answered as plain chat records nothing. Every record is tried; the
+// errors are returned together.
+func (r Recorder) RecordTask(ctx context.Context, rec orchestrator.TaskRecord) error {
+	if rec.Plan == nil || rec.Outcome == orchestrator.OutcomeChat {
+		return nil
+	}
+	var errs []error
+	titles := map[string]string{}
+	tools := map[string]string{}
+	for _, t := range rec.Plan.Todos {
+		titles[t.ID], tools[t.ID] = t.Title, t.Tool
+	}
+	failed := false
+	var start, end time.Time
+	for _, id := range rec.Plan.Order {
+		res, ok := rec.Results[id]
+		if !ok || res.Status == orchestrator.StatusSkipped {
+			continue
+		}
+		if start.IsZero() || res.Started.Before(start) {
+			start = res.Started
+		}
+		if res.Ended.After(end) {
+			end = res.Ended
+		}
+		ok = res.Status == orchestrator.StatusDone
+		failed = failed || !ok
+		took := res.Ended.Sub(res.Started)
+		if res.Method == "react" && tools[id] != "" && tools[id] != res.Tool {
+			errs = append(errs, r.Exp.Tools.RecordOutcome(ctx, rec.User, memory.ToolOutcome{Step: titles[id], Tool: tools[id], Success: false, Error: "failed; the ReAct fallback took over"}))
+		}
+		if res.Tool != "" {
+			errs = append(errs, r.Exp.Tools.RecordOutcome(ctx, rec.User, memory.ToolOutcome{Step: titles[id], Tool: res.Tool, Success: ok, Duration: took, Error: res.Error}))
+		}
+	}
+	for _, a := range rec.Approvals {
+		if a.By != "user" {
+			continue // not the user's behaviour
+		}
+		errs = append(errs, r.Exp.Behaviour.RecordApproval(ctx, rec.User, memory.Approval{Kind: string(a.Kind), Tool: tools[a.TodoID], Action: string(a.Action)}))
+	}
+	success := rec.Outcome == orchestrator.OutcomeDone && !failed
+	original := rec.Plan
+	if rec.OriginalPlan != nil {
+		original = rec.OriginalPlan
+	}
+	po := memory.PlanOutcome{Query: rec.Request, Plan: planTitles(original), Accepted: rec.Outcome != orchestrator.OutcomeRejected, Success: success}
+	if rec.OriginalPlan != nil {
+		po.Final = planTitles(rec.Plan)
+	}
+	if _, err := r.Exp.Plans.Record(ctx, rec.User, po); err != nil {
+		errs = append(errs, err)
+	}
+	if rec.Outcome != orchestrator.OutcomeRejected {
+		wf := memory.WorkflowRun{Query: rec.Request, Steps: planTitles(rec.Plan), Success: success, Duration: end.Sub(start)}
+		if c := rec.Cognition; c != nil {
+			wf.Category = c.Intent.Domain + "/" + c.Intent.Category
+		}
+		for _, id := range rec.Plan.Order {
+			if t := tools[id]; t != "" {
+				wf.Tools = append(wf.Tools, t)
+			}
+		}
+		if _, err := r.Exp.Workflows.Record(ctx, rec.User, wf); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// planTitles lists a plan's todos' titles in its order.
+func planTitles(p *orchestrator.Plan) []string {
+	byID := map[string]string{}
+	for _, t := range p.Todos {
+		byID[t.ID] = t.Title
+	}
+	out := make([]string, 0, len(p.Order))
+	for _, id := range p.Order {
+		out = append(out, byID[id])
+	}
+	return out
+}
+
+// Retriever returns an orchestrator.ToolRetriever over a tool index: the
+// index's ranking for the step's user (boosting and avoiding by the index's
+// own tool memory, when it has one), kept to the executor's tools.
+func Retriever(x *retrieve.Index) orchestrator.ToolRetriever { return retriever{x} }
+
+type retriever struct{ x *retrieve.Index }
+
+// candidates is how many more hits than asked for are read when the
+// answer is kept to some tools: the others are dropped after ranking.
+const candidates = 4
+
+func (r retriever) RetrieveTools(ctx context.Context, req orchestrator.RetrieveRequest) ([]orchestrator.ScoredTool, error) {
+	k := req.K
+	if req.Among != nil {
+		k = max(k*candidates, len(req.Among))
+	}
+	hits, err := r.x.SearchFor(ctx, req.User, req.Query, k)
+	if err != nil {
+		return nil, err
+	}
+	var out []orchestrator.ScoredTool
+	for _, h := range hits {
+		if req.Among != nil && !slices.Contains(req.Among, h.Spec.Name) {
+			continue
+		}
+		out = append(out, orchestrator.ScoredTool{Name: h.Spec.Name, Score: h.Score})
+		if len(out) == req.K {
+			break
+		}
+	}
+	return out, nil
+}
