@@ -217,3 +217,40 @@ func TestRunOptionsAtUpdatedCheckpoint(t *testing.T) {
 		t.Errorf("At a subgraph's checkpoint: err = %v, want ErrInvalidInput", err)
 	}
 }
+
+// Ask on a goroutine the node started cannot stop the node by panicking
+// (nothing of the runtime's would recover it, and the program would
+// crash): it fails the node instead, naming the rule, and the goroutine
+// ends without running the code after Ask. Interrupt works there.
+func TestAskOffTheNodeGoroutineFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	out := graph.Value[string]("out")
+	after := 0
+	g, err := graph.New(out).AddNode("ask", func(ctx context.Context, s graph.State) (graph.Update, error) {
+		done := make(chan string, 1)
+		go func() {
+			defer close(done)
+			done <- graph.Ask[string](ctx, "go?")
+			after++
+		}()
+		return out.Write(<-done), nil
+	}, nil).AddEdge(graph.START, "ask").Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Invoke(ctx, out.Write("in"), &graph.RunOptions{ThreadID: "1"})
+	var ne *graph.NodeError
+	if !errors.Is(err, graph.ErrAskOffNodeGoroutine) || !errors.As(err, &ne) || ne.Node != "ask" {
+		t.Errorf("err = %v, want a NodeError of ask wrapping ErrAskOffNodeGoroutine", err)
+	}
+	if after != 0 {
+		t.Errorf("the code after Ask ran %d times", after)
+	}
+	snap, err := g.GetState(ctx, checkpoint.Config{ThreadID: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Interrupts) != 0 || len(snap.Next) != 1 {
+		t.Errorf("after the failure: interrupts %v, next %v; want none pending and ask to run again", snap.Interrupts, snap.Next)
+	}
+}

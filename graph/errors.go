@@ -24,6 +24,9 @@ var (
 	// ErrInterrupted is what Interrupt returns to stop a node for a human.
 	// A node returns it (or an error wrapping it) unchanged.
 	ErrInterrupted = errors.New("graph: interrupted")
+	// ErrAskOffNodeGoroutine means a node called Ask on a goroutine it
+	// started, where Ask cannot stop the node; the node fails with it.
+	ErrAskOffNodeGoroutine = errors.New("graph: Ask called off the node's goroutine")
 )
 
 // NodeError is a node's error with the node and task that returned it.

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -65,7 +68,7 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 	// finished needs nothing saved, as its parent's checkpoint covers it.
 	if r.saver != nil && r.opts.Durability == DurabilityExit && !(r.sub && !r.g.keepState && err == nil && !out.interrupted) {
 		if !r.cpSaved {
-			if serr := r.save(ctx); serr != nil && err == nil {
+			if serr := r.save(); serr != nil && err == nil {
 				err = serr
 			}
 		}
@@ -75,7 +78,7 @@ func (r *run) executeOwned(ctx context.Context, in Update) (outcome, error) {
 					continue
 				}
 				if pws, perr := taskPendingWrites(t); perr == nil && (t.err != nil || len(t.interrupts) > 0 || t.writes != nil || len(t.resumes) > 0) {
-					r.putWrites(ctx, t.id, pws)
+					r.putWrites(t.id, pws)
 				}
 			}
 		}
@@ -172,7 +175,7 @@ func (r *run) loop(ctx context.Context) (outcome, []*task, error) {
 		if err := r.apply(tasks, true); err != nil {
 			return outcome{}, tasks, err
 		}
-		if err := r.newCheckpoint(ctx, "loop"); err != nil {
+		if err := r.newCheckpoint("loop"); err != nil {
 			return outcome{}, nil, err
 		}
 		r.step++
@@ -288,7 +291,7 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 		t := todo[0]
 		t.emit = r.emit
 		r.execTask(ctx, t)
-		r.commit(ctx, t)
+		r.commit(t)
 		return nil
 	}
 	stepCtx, cancel := context.WithCancel(ctx)
@@ -332,7 +335,7 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 			}
 		case t := <-done:
 			remaining--
-			r.commit(ctx, t)
+			r.commit(t)
 			if t.err != nil && !isInterrupt(t.err) {
 				// A failed task stops its siblings; those that finish
 				// anyway are still committed.
@@ -349,7 +352,7 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 }
 
 // commit records a finished task: its pending writes and its events.
-func (r *run) commit(ctx context.Context, t *task) {
+func (r *run) commit(t *task) {
 	t.committed = true
 	var pc *parentCommand
 	if errors.As(t.err, &pc) {
@@ -357,7 +360,7 @@ func (r *run) commit(ctx context.Context, t *task) {
 	}
 	if r.saver != nil && r.opts.Durability != DurabilityExit {
 		if pws, err := taskPendingWrites(t); err == nil {
-			r.putWrites(ctx, t.id, pws)
+			r.putWrites(t.id, pws)
 		}
 	}
 	if t.node.hidden {
@@ -453,6 +456,9 @@ type taskCtx struct {
 	resumes    []json.RawMessage
 	interrupts []Interruption
 	streamed   map[string]bool
+	// askedOff is set when the node called Ask on a goroutine of its own:
+	// the attempt fails, whatever the node returns.
+	askedOff atomic.Bool
 }
 
 func (r *run) newAttempt(t *task, attempt int) *taskCtx {
@@ -600,7 +606,7 @@ func (r *run) callNode(ctx context.Context, t *task, attempt int) (Update, error
 	tc := r.newAttempt(t, attempt)
 	timeout := t.node.opts.Timeout
 	if timeout <= 0 {
-		u, err := r.callSafely(context.WithValue(ctx, taskCtxKey{}, tc), t)
+		u, err := r.callSafely(context.WithValue(ctx, taskCtxKey{}, tc), tc)
 		tc.end(false)
 		return u, err
 	}
@@ -629,7 +635,7 @@ func (r *run) callNode(ctx context.Context, t *task, attempt int) (Update, error
 	ch := make(chan result, 1)
 	actx := context.WithValue(ctx, taskCtxKey{}, tc)
 	go func() {
-		u, err := r.callSafely(actx, t)
+		u, err := r.callSafely(actx, tc)
 		ch <- result{u, err}
 	}()
 	for {
@@ -654,7 +660,9 @@ func (r *run) callNode(ctx context.Context, t *task, attempt int) (Update, error
 	}
 }
 
-func (r *run) callSafely(ctx context.Context, t *task) (u Update, err error) {
+// callSafely calls the node of tc's task: ctx carries tc.
+func (r *run) callSafely(ctx context.Context, tc *taskCtx) (u Update, err error) {
+	t := tc.t
 	defer func() {
 		if p := recover(); p != nil {
 			if cp, ok := p.(*consumerPanic); ok {
@@ -670,6 +678,9 @@ func (r *run) callSafely(ctx context.Context, t *task) (u Update, err error) {
 				return
 			}
 			err = &NodeError{Node: t.name, TaskID: t.id, Err: &PanicError{Value: p, Stack: debug.Stack()}}
+		}
+		if tc.askedOff.Load() {
+			u, err = Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: graph.Ask can stop a node only on the goroutine the runtime called the node on, not on one the node started; there, call graph.Interrupt and return its error from the node", ErrAskOffNodeGoroutine)}
 		}
 	}()
 	if t.node.sub != nil {
@@ -961,16 +972,52 @@ func Interrupt[T any](ctx context.Context, value any) (T, error) {
 // LangGraph's shape (interrupt raises); Interrupt stays for nodes that must
 // clean up or decide themselves.
 //
-// Call Ask only on the goroutine the runtime called the node on, never from
-// a goroutine the node started (a tool run in parallel, say): a panic there
-// is not the node's and would crash the program. A recover in the node's own
+// Call Ask only on the goroutine the runtime called the node on. On a
+// goroutine the node started (a tool run in parallel, say) no recover of
+// the runtime's is there to catch its stop, so Ask does not ask: it ends
+// that goroutine (runtime.Goexit, which runs its deferred calls) and the
+// node fails with ErrAskOffNodeGoroutine once it returns. Call Interrupt
+// there and pass its error back to the node. A recover in the node's own
 // code between Ask and the runtime must re-panic what it does not own.
 func Ask[T any](ctx context.Context, question any) T {
+	if tc := taskFrom(ctx); tc != nil && !onNodeGoroutine() {
+		tc.askedOff.Store(true)
+		runtime.Goexit()
+	}
 	v, err := Interrupt[T](ctx, question)
 	if err != nil {
 		panic(askPanic{err})
 	}
 	return v
+}
+
+// callSafelyName is callSafely's name in a stack: every goroutine that runs
+// a node has it, below the node.
+var callSafelyName = reflect.TypeFor[run]().PkgPath() + ".(*run).callSafely"
+
+// onNodeGoroutine reports whether the caller runs on a goroutine the
+// runtime runs a node on, where callSafely recovers Ask's stop. It walks
+// the stack, so only Ask calls it.
+func onNodeGoroutine() bool {
+	pcs := make([]uintptr, 64)
+	for {
+		n := runtime.Callers(2, pcs)
+		if n < len(pcs) {
+			pcs = pcs[:n]
+			break
+		}
+		pcs = make([]uintptr, 2*len(pcs))
+	}
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if f.Function == callSafelyName {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // askPanic carries Interrupt's error out of a node that called Ask.
