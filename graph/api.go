@@ -369,7 +369,7 @@ func (g *Graph) updateStep(ctx context.Context, cfg checkpoint.Config, ups []Sta
 			return checkpoint.Config{}, err
 		}
 		r.updatedUnknown()
-		if err := r.newCheckpoint(ctx, "input"); err != nil {
+		if err := r.newCheckpoint("input"); err != nil {
 			return checkpoint.Config{}, err
 		}
 	case END:
@@ -391,7 +391,7 @@ func (g *Graph) updateStep(ctx context.Context, cfg checkpoint.Config, ups []Sta
 			return checkpoint.Config{}, err
 		}
 		r.updatedUnknown()
-		if err := r.newCheckpoint(ctx, "update"); err != nil {
+		if err := r.newCheckpoint("update"); err != nil {
 			return checkpoint.Config{}, err
 		}
 	default:
@@ -417,7 +417,7 @@ func (g *Graph) updateStep(ctx context.Context, cfg checkpoint.Config, ups []Sta
 			return checkpoint.Config{}, err
 		}
 		r.updatedUnknown()
-		if err := r.newCheckpoint(ctx, "update"); err != nil {
+		if err := r.newCheckpoint("update"); err != nil {
 			return checkpoint.Config{}, err
 		}
 	}

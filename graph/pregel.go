@@ -650,7 +650,7 @@ func (r *run) triggersAny(chs []string) bool {
 
 // newCheckpoint starts the checkpoint for the step just applied and saves
 // it unless durability is exit.
-func (r *run) newCheckpoint(ctx context.Context, source string) error {
+func (r *run) newCheckpoint(source string) error {
 	r.cpParent = r.lastSaved
 	r.cpID = checkpoint.NewID()
 	r.cpTS = time.Now().UTC()
@@ -658,7 +658,7 @@ func (r *run) newCheckpoint(ctx context.Context, source string) error {
 	r.cpSaved = false
 	r.pending = nil
 	if r.saver != nil && r.opts.Durability != DurabilityExit {
-		if err := r.save(ctx); err != nil {
+		if err := r.save(); err != nil {
 			return err
 		}
 	}
@@ -668,7 +668,7 @@ func (r *run) newCheckpoint(ctx context.Context, source string) error {
 // save writes the current checkpoint, with the channels that changed since
 // the last save. The write itself goes through the persister, with its
 // context and bound.
-func (r *run) save(_ context.Context) error {
+func (r *run) save() error {
 	if !r.live() {
 		return errAttemptEnded
 	}
@@ -739,7 +739,7 @@ func (r *run) save(_ context.Context) error {
 }
 
 // putWrites saves a task's writes as pending writes of the current checkpoint.
-func (r *run) putWrites(_ context.Context, taskID string, pws []checkpoint.PendingWrite) {
+func (r *run) putWrites(taskID string, pws []checkpoint.PendingWrite) {
 	if r.saver == nil || !r.cpSaved || !r.live() {
 		return
 	}
@@ -891,7 +891,7 @@ func (r *run) start(ctx context.Context, in Update) error {
 		if err := r.apply(append(discard, inTask), true); err != nil {
 			return err
 		}
-		if err := r.newCheckpoint(ctx, "input"); err != nil {
+		if err := r.newCheckpoint("input"); err != nil {
 			return err
 		}
 		r.step++
@@ -906,7 +906,7 @@ func (r *run) start(ctx context.Context, in Update) error {
 			// again, on a fork. A replay continues, so (as in LangGraph) it
 			// passes a static breakpoint the checkpoint stopped at.
 			r.resumeStatic()
-			if err := r.fork(ctx); err != nil {
+			if err := r.fork(); err != nil {
 				return err
 			}
 		case r.opts.CheckpointID != "":
@@ -946,11 +946,11 @@ func (r *run) resumeStatic() {
 
 // fork copies the loaded checkpoint as a new child, so a replay writes a new
 // branch of history and leaves the old one alone.
-func (r *run) fork(ctx context.Context) error {
+func (r *run) fork() error {
 	r.replaying = true
 	r.pending = nil
 	// The fork's step follows the checkpoint it copies.
-	if err := r.newCheckpoint(ctx, "fork"); err != nil {
+	if err := r.newCheckpoint("fork"); err != nil {
 		return err
 	}
 	r.step++
@@ -999,7 +999,7 @@ func (r *run) applyNullWrites(ctx context.Context, in Update) error {
 	for i, ew := range ews {
 		pws[i] = checkpoint.PendingWrite{TaskID: checkpoint.NullTaskID, Channel: ew.Channel, Value: ew.Value}
 	}
-	r.putWrites(ctx, checkpoint.NullTaskID, pws)
+	r.putWrites(checkpoint.NullTaskID, pws)
 	r.pending = append(r.pending, pws...)
 	return nil
 }
