@@ -10,7 +10,7 @@
 //
 // Usage:
 //
-//	go run ./bench/langgraph [--runs N] [--cases a,b,c] [--cpuprofile FILE] [--memprofile FILE] [--list]
+//	go run ./bench/langgraph [--runs N] [--cases a,b,c] [--cpuprofile FILE] [--memprofile FILE] [--trace FILE] [--list]
 //
 // It prints one JSON object per case, as bench.mjs does, plus allocation
 // figures averaged over the timed runs:
@@ -31,6 +31,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	only := fs.String("cases", "", "comma-separated case names to run (default: all, in the order of bench.mjs)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the selected cases to `file`")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the selected cases to `file`")
+	traceFile := fs.String("trace", "", "write an execution trace of the selected cases to `file` (go tool trace)")
 	list := fs.Bool("list", false, "print the case names, one per line, and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -112,6 +114,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "langgraph: memprofile: %v\n", err)
 			}
 		}()
+	}
+
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "langgraph: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintf(stderr, "langgraph: %v\n", err)
+			return 1
+		}
+		defer trace.Stop()
 	}
 
 	status := 0
@@ -177,9 +193,12 @@ func measure(ctx context.Context, c benchCase, runs int) (result, error) {
 		if timed {
 			runtime.ReadMemStats(&before)
 		}
+		// Each run is a region of the --trace output, named by its case.
+		region := trace.StartRegion(ctx, c.name)
 		t0 := time.Now()
 		n, err := drain(ctx, g, in)
 		elapsed := time.Since(t0)
+		region.End()
 		if timed {
 			runtime.ReadMemStats(&after)
 			allocs += after.Mallocs - before.Mallocs
