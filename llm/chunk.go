@@ -26,6 +26,11 @@ type Chunk struct {
 	ResponseMetadata ResponseMetadata
 }
 
+// MessageID returns the ID of the message the chunk is a piece of. A graph
+// run's messages stream (graph.StreamMessage) reads it, so that a message
+// streamed in chunks is not streamed again whole when the node saves it.
+func (c Chunk) MessageID() string { return c.ID }
+
 // ToolCallChunk is a piece of a tool call. The first piece of a call
 // usually carries its ID and Name, later ones fragments of Args.
 type ToolCallChunk struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"strconv"
 	"strings"
@@ -102,7 +103,11 @@ func (a *agent) node(hosted func(graph.State) (time.Time, bool)) graph.NodeFunc 
 		if err != nil {
 			return graph.Update{}, err
 		}
-		return out.And(Messages.Write(OwnID(reply))), nil
+		if reply.ID == "" {
+			// A fallback answer: a message of the agent's, not the model's.
+			reply = OwnID(reply)
+		}
+		return out.And(Messages.Write(reply)), nil
 	}
 }
 
@@ -117,14 +122,50 @@ func ownStart(s graph.State) (time.Time, bool) {
 // replace an earlier one), and keeps the provider's ID in the message's
 // response metadata under MetaProviderID.
 func OwnID(m llm.Message) llm.Message {
+	return withID(m, ids.Random())
+}
+
+// withID gives m the ID id, keeping the provider's under MetaProviderID.
+func withID(m llm.Message, id string) llm.Message {
 	if m.ID != "" {
 		md := make(llm.ResponseMetadata, len(m.ResponseMetadata)+1)
 		maps.Copy(md, m.ResponseMetadata)
 		md[MetaProviderID] = m.ID
 		m.ResponseMetadata = md
 	}
-	m.ID = ids.Random()
+	m.ID = id
 	return m
+}
+
+// StreamReply drains a model's streamed reply under id, an ID of the
+// agent's own (see OwnID). Every chunk reaches the run's messages stream
+// (graph.StreamMessage) carrying id, and the first chunk that carries the
+// provider's ID keeps it in its response metadata under MetaProviderID, so
+// that a client that merges chunks by ID (LangGraph's SDKs do) shows the
+// chunks as the one message the thread then saves under id, not as a
+// second one. It returns the merged message, with id, or the stream's
+// error.
+func StreamReply(ctx context.Context, id string, stream iter.Seq2[llm.Chunk, error]) (llm.Message, error) {
+	var chunks []llm.Chunk
+	provider := ""
+	for c, err := range stream {
+		if err != nil {
+			return llm.Message{}, err
+		}
+		if c.ID != "" && c.ID != provider {
+			provider = c.ID
+			md := make(llm.ResponseMetadata, len(c.ResponseMetadata)+1)
+			maps.Copy(md, c.ResponseMetadata)
+			md[MetaProviderID] = c.ID
+			c.ResponseMetadata = md
+		}
+		c.ID = id
+		graph.StreamMessage(ctx, c)
+		chunks = append(chunks, c)
+	}
+	m := llm.Merge(chunks...).Message()
+	m.ID = id
+	return m, nil
 }
 
 // decide returns the agent's next message: tool calls, an answer, or a
@@ -190,7 +231,8 @@ func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, deadline
 }
 
 // ask calls the model, streaming unless NoStream, offering it specs.
-// forced asks for an answer without tools.
+// forced asks for an answer without tools. The reply has an ID of the
+// agent's own, given before it streams (StreamReply).
 func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool, specs []llm.ToolSpec) (llm.Message, error) {
 	var conv []llm.Message
 	model := a.model
@@ -220,17 +262,13 @@ func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool, specs 
 		}
 	}
 	if a.opts.NoStream {
-		return model.Generate(ctx, conv)
-	}
-	var chunks []llm.Chunk
-	for c, err := range model.Stream(ctx, conv) {
+		m, err := model.Generate(ctx, conv)
 		if err != nil {
 			return llm.Message{}, err
 		}
-		graph.StreamMessage(ctx, c)
-		chunks = append(chunks, c)
+		return OwnID(m), nil
 	}
-	return llm.Merge(chunks...).Message(), nil
+	return StreamReply(ctx, ids.Random(), model.Stream(ctx, conv))
 }
 
 // finish marks reply as the turn's final answer.

@@ -402,6 +402,72 @@ func TestRepeatedProviderIDs(t *testing.T) {
 	}
 }
 
+// In a messages stream, the chunks of a reply and the message the thread
+// saves carry one id, the agent's own, as in LangGraph: a client that
+// merges chunks by id (agent-chat-ui) shows the reply once, not the chunks
+// and then the message under another id. The id is unique in the thread
+// even when the provider repeats its ids, and the provider's is kept in the
+// response metadata.
+func TestStreamedChunksCarryTheSavedID(t *testing.T) {
+	reply := func(text string) llm.Message {
+		m := llm.AI(text)
+		m.ID = "chatcmpl-same"
+		return m
+	}
+	finish := func(answer string) llm.Message {
+		return reply(`{"thought": "easy", "action": "FINISH", "action_input": {"answer": "` + answer + `"}}`)
+	}
+	for _, tc := range []struct {
+		mode    react.Mode
+		replies []llm.Message
+	}{
+		{react.NativeTools, []llm.Message{reply("First answer."), reply("Second answer.")}},
+		{react.JSONFormat, []llm.Message{finish("First answer."), finish("Second answer.")}},
+	} {
+		var searches atomic.Int32
+		g, err := react.New(scripted.New(tc.replies...), tools(t, &searches), react.Options{Checkpointer: checkpoint.NewMemory(), Mode: tc.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := &graph.RunOptions{ThreadID: "t", StreamModes: []graph.StreamMode{graph.StreamMessages}}
+		var turnIDs []string
+		for _, q := range []string{"one", "two"} {
+			chunkIDs := map[string]int{}
+			var providerIDs []any
+			for ev, err := range g.Stream(context.Background(), react.Messages.Write(llm.Human(q)), opts) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c, _, ok := graph.MessageAs[llm.Chunk](ev); ok {
+					chunkIDs[c.ID]++
+					if p, ok := c.ResponseMetadata[react.MetaProviderID]; ok {
+						providerIDs = append(providerIDs, p)
+					}
+				}
+				if m, _, ok := graph.MessageAs[llm.Message](ev); ok && m.Type == llm.TypeAI {
+					t.Errorf("mode %v, %q: the reply streamed again as a whole message %s", tc.mode, q, m.ID)
+				}
+			}
+			st, err := g.GetState(context.Background(), checkpoint.Config{ThreadID: "t"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := react.Messages.Get(st.Values)
+			saved := msgs[len(msgs)-1]
+			if len(chunkIDs) != 1 || chunkIDs[saved.ID] == 0 {
+				t.Errorf("mode %v, %q: chunk ids %v, saved id %s; want every chunk under the saved id", tc.mode, q, chunkIDs, saved.ID)
+			}
+			if saved.ResponseMetadata[react.MetaProviderID] != "chatcmpl-same" || !slices.Equal(providerIDs, []any{"chatcmpl-same"}) {
+				t.Errorf("mode %v, %q: provider id in the saved message %v, in chunks %v", tc.mode, q, saved.ResponseMetadata[react.MetaProviderID], providerIDs)
+			}
+			turnIDs = append(turnIDs, saved.ID)
+		}
+		if turnIDs[0] == turnIDs[1] || turnIDs[0] == "chatcmpl-same" {
+			t.Errorf("mode %v: the two replies' ids %q, want two ids of the agent's own", tc.mode, turnIDs)
+		}
+	}
+}
+
 // AddTo runs the agent inline in a graph of the caller's: the turn's
 // budget counts from the start the host records (AddOptions.TurnStart),
 // and a fallback answer goes on to AddOptions.OnFallback while an answer

@@ -79,17 +79,21 @@ func collectRun(ctx context.Context, g *graph.Graph, in graph.Update, opts *grap
 }
 
 // streamed is what a client sees of a turn in messages mode: the streamed
-// text per node, and the whole messages per node.
+// text and the ids of its chunks per node, and the whole messages per node.
 type streamed struct {
-	tokens map[string]string
-	whole  map[string][]llm.Message
+	tokens   map[string]string
+	chunkIDs map[string][]string
+	whole    map[string][]llm.Message
 }
 
 func messagesOf(evs []graph.Event) streamed {
-	s := streamed{tokens: map[string]string{}, whole: map[string][]llm.Message{}}
+	s := streamed{tokens: map[string]string{}, chunkIDs: map[string][]string{}, whole: map[string][]llm.Message{}}
 	for _, ev := range evs {
 		if c, node, ok := graph.MessageAs[llm.Chunk](ev); ok {
 			s.tokens[node] += c.Content
+			if ids := s.chunkIDs[node]; len(ids) == 0 || ids[len(ids)-1] != c.ID {
+				s.chunkIDs[node] = append(ids, c.ID)
+			}
 		}
 		if m, node, ok := graph.MessageAs[llm.Message](ev); ok {
 			s.whole[node] = append(s.whole[node], m)
@@ -150,12 +154,19 @@ func TestGraphRoutes(t *testing.T) {
 			if !strings.Contains(got.tokens[tt.node], tt.answer) {
 				t.Errorf("tokens streamed by %s = %q, want the answer; all: %v", tt.node, got.tokens[tt.node], got.tokens)
 			}
-			if len(got.whole[tt.node]) == 0 || got.whole[tt.node][len(got.whole[tt.node])-1].Text() != tt.answer {
-				t.Errorf("whole messages of %s = %+v, want the answer last", tt.node, got.whole[tt.node])
-			}
 			msgs := react.Messages.Get(final)
 			if len(msgs) == 0 || msgs[0].Text() != tt.question || msgs[len(msgs)-1].Text() != tt.answer {
-				t.Errorf("final messages = %+v", msgs)
+				t.Fatalf("final messages = %+v", msgs)
+			}
+			// The answer streams once: its chunks carry the id the thread
+			// saves it under, and it is not streamed again whole.
+			if ids := got.chunkIDs[tt.node]; len(ids) == 0 || ids[len(ids)-1] != msgs[len(msgs)-1].ID {
+				t.Errorf("chunk ids of %s = %q, want the answer's chunks under its saved id %s", tt.node, ids, msgs[len(msgs)-1].ID)
+			}
+			for _, m := range got.whole[tt.node] {
+				if m.Type == llm.TypeAI {
+					t.Errorf("%s streamed its reply again whole: %+v", tt.node, m)
+				}
 			}
 			// What a client sees in values: the conversation and the
 			// routing, as JSON.
@@ -330,6 +341,43 @@ func TestGraphThreadAcrossRoutes(t *testing.T) {
 	wantSeen := []string{"system: Be brief.", "human: hi", "ai: Hello!", "human: any job for UX?", "ai: Acme hires a UX designer.", "human: thanks"}
 	if diff := cmp.Diff(wantSeen, seen); diff != "" {
 		t.Errorf("the last chat reply's input (-want +got):\n%s", diff)
+	}
+}
+
+// The chat route's reply streams under the id the thread saves it with,
+// an id of the router's own even when the provider repeats its ids; the
+// provider's id is kept in the response metadata.
+func TestGraphChatRepeatedProviderIDs(t *testing.T) {
+	reply := func(text string) llm.Message {
+		m := llm.AI(text)
+		m.ID = "chatcmpl-same"
+		return m
+	}
+	chat := scripted.New(reply("Hello!"), reply("You're welcome."))
+	r := graphRouter(t, chat, scripted.New(), checkpoint.NewMemory(), router.Options{}, react.Options{})
+	opts := &graph.RunOptions{ThreadID: "t", StreamModes: []graph.StreamMode{graph.StreamMessages}}
+	var saved []string
+	for _, q := range []string{"hi", "thanks"} {
+		evs, err := collectRun(t.Context(), r.Graph(), router.Input(q), opts)
+		if err != nil {
+			t.Fatalf("%q: %v", q, err)
+		}
+		snap, err := r.Graph().GetState(t.Context(), checkpoint.Config{ThreadID: "t"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := react.Messages.Get(snap.Values)
+		last := msgs[len(msgs)-1]
+		if ids := messagesOf(evs).chunkIDs[router.ChatNode]; len(ids) != 1 || ids[0] != last.ID {
+			t.Errorf("%q: chunk ids %q, want all under the saved id %s", q, ids, last.ID)
+		}
+		if last.ResponseMetadata[react.MetaProviderID] != "chatcmpl-same" {
+			t.Errorf("%q: response metadata %v, want the provider's id kept", q, last.ResponseMetadata)
+		}
+		saved = append(saved, last.ID)
+	}
+	if saved[0] == saved[1] || saved[0] == "chatcmpl-same" {
+		t.Errorf("saved ids %q, want two ids of the router's own", saved)
 	}
 }
 

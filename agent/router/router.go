@@ -44,6 +44,7 @@ import (
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/llm"
 )
 
@@ -482,32 +483,23 @@ func (r *Router) answerChat(ctx context.Context, s graph.State) (graph.Update, e
 	}
 	tctx, cancel := context.WithDeadline(ctx, start.Add(r.opts.TurnTimeout))
 	defer cancel()
-	var chunks []llm.Chunk
-	var failure error
-	for c, err := range r.chat.Stream(tctx, r.chatMessages(msgs[:h], msgs[h])) {
-		if err != nil {
-			failure = err
-			break
-		}
-		graph.StreamMessage(ctx, c)
-		chunks = append(chunks, c)
-	}
+	// The reply streams under the id it is saved with (react.StreamReply).
+	reply, failure := react.StreamReply(ctx, ids.Random(), r.chat.Stream(tctx, r.chatMessages(msgs[:h], msgs[h])))
 	if failure != nil && ctx.Err() != nil {
 		// The run was cancelled, not the model: nothing to record.
 		return graph.Update{}, fmt.Errorf("router: chat: %w", failure)
 	}
-	var reply llm.Message
 	if failure != nil {
 		why := react.StopModelError
 		if tctx.Err() != nil {
 			why = react.StopTimeout // the turn's budget ran out
 		}
 		f := react.Failure{Reason: why, Err: failure, Question: msgs[h].Text()}
-		reply = react.FallbackMessage(r.fallback(ctx, f), why, failure)
-	} else {
-		reply = llm.Merge(chunks...).Message()
+		// A message of its own, not the streamed one: a client shows the
+		// partial text and then this answer.
+		reply = react.OwnID(react.FallbackMessage(r.fallback(ctx, f), why, failure))
 	}
-	return react.Messages.Write(react.OwnID(reply)), nil
+	return react.Messages.Write(reply), nil
 }
 
 // afterChat ends the run after an answer, and goes to FailNode after a
