@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -48,6 +49,17 @@ type node struct {
 	// inputs are channels Sends to the node may carry beyond the graph's.
 	inputs map[string]Channel
 	hidden bool
+	// lastRun is how long the node's last run took as one of several tasks
+	// of a step, in nanoseconds; 0 until it has run so. Runs of the graph
+	// share it.
+	lastRun atomic.Int64
+}
+
+// short reports whether the node's last timed run took less than
+// inlineBelow.
+func (n *node) short() bool {
+	d := n.lastRun.Load()
+	return d > 0 && d < int64(inlineBelow)
 }
 
 func triggerName(n string) string { return "branch:to:" + n }

@@ -271,8 +271,7 @@ func (r *run) shouldInterrupt(names map[string]bool, tasks []*task) bool {
 }
 
 // runTasks runs the step's tasks that have no saved writes: one inline, more
-// on goroutines. Events from tasks on goroutines reach the stream through the
-// loop goroutine.
+// concurrently (runConcurrent or runClaiming).
 func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 	var todo []*task
 	for _, t := range tasks {
@@ -284,24 +283,38 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 		}
 		todo = append(todo, t)
 	}
-	if len(todo) == 0 {
+	switch {
+	case len(todo) == 0:
 		return nil
-	}
-	if len(todo) == 1 {
+	case len(todo) == 1:
 		t := todo[0]
 		t.emit = r.emit
 		r.execTask(ctx, t)
 		r.commit(t)
 		return nil
+	case r.tasksMayEmit():
+		return r.runConcurrent(ctx, todo)
+	default:
+		return r.runClaiming(ctx, todo)
 	}
+}
+
+// tasksMayEmit reports whether a task can send events to the stream while
+// it runs (Emit, StreamMessage, a subgraph's events): those must reach the
+// consumer as they happen, on the loop goroutine, so it must stay free to
+// pass them on.
+func (r *run) tasksMayEmit() bool {
+	return r.emit != nil && (r.opts.Subgraphs || r.modes.has(StreamMessages) || r.modes.has(StreamCustom))
+}
+
+// runConcurrent runs each task on a goroutine of its own while the loop
+// goroutine passes their events to the stream.
+func (r *run) runConcurrent(ctx context.Context, todo []*task) error {
 	stepCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := make(chan Event)
 	done := make(chan *task, len(todo))
-	var sem chan struct{}
-	if r.opts.MaxConcurrency > 0 {
-		sem = make(chan struct{}, r.opts.MaxConcurrency)
-	}
+	sem := r.semaphore()
 	for _, t := range todo {
 		t.emit = func(ev Event) bool {
 			select {
@@ -312,17 +325,7 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 			}
 		}
 		go func(t *task) {
-			if sem != nil {
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-stepCtx.Done():
-					t.err = stepCtx.Err()
-					done <- t
-					return
-				}
-			}
-			r.execTask(stepCtx, t)
+			r.runStepTask(stepCtx, t, sem, cancel)
 			done <- t
 		}(t)
 	}
@@ -336,11 +339,6 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 		case t := <-done:
 			remaining--
 			r.commit(t)
-			if t.err != nil && !isInterrupt(t.err) {
-				// A failed task stops its siblings; those that finish
-				// anyway are still committed.
-				cancel()
-			}
 		case <-ctx.Done():
 			// Return promptly; tasks still running see the cancelled
 			// context and their results are dropped (their goroutines
@@ -349,6 +347,107 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 		}
 	}
 	return nil
+}
+
+// inlineBelow is how short a node's last run must have been for runClaiming
+// to run it on the loop goroutine: below the cost of handing a task to
+// another thread and back (waking a sleeping thread, then the loop
+// goroutine, which resumes on the other core with its data in the first
+// core's cache), which is tens of microseconds on a virtual machine.
+const inlineBelow = 50 * time.Microsecond
+
+// runClaiming runs a step whose tasks send no events while they run. A
+// task whose node ran for less than inlineBelow last time runs on the loop
+// goroutine; the others run on goroutines of their own, as do, ready to
+// claim their task if the loop goroutine has not yet, the short ones after
+// the first. Tasks that wait (a model, a tool) thus run in parallel as
+// before, a short task that waits this time holds up no other, and a
+// step of short tasks runs through without a hand-off to another thread.
+// Only the updates of tasks on goroutines may reach the stream later, by
+// at most the time the loop goroutine's tasks take.
+func (r *run) runClaiming(ctx context.Context, todo []*task) error {
+	stepCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan *task, len(todo))
+	sem := r.semaphore()
+	first := true
+	for _, t := range todo {
+		// No task of this step sends events (tasksMayEmit).
+		t.emit = nil
+		t.inline = t.node.short()
+		if t.inline && first {
+			// The loop goroutine starts with this one.
+			first = false
+			continue
+		}
+		go func(t *task) {
+			if t.claimed.CompareAndSwap(false, true) {
+				r.runStepTask(stepCtx, t, sem, cancel)
+				done <- t
+			}
+		}(t)
+	}
+	waiting := 0
+	for _, t := range todo {
+		if !t.inline || !t.claimed.CompareAndSwap(false, true) {
+			waiting++
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.runStepTask(stepCtx, t, sem, cancel)
+		r.commit(t)
+		if r.stopped {
+			cancel()
+		}
+	}
+	for ; waiting > 0; waiting-- {
+		select {
+		case t := <-done:
+			r.commit(t)
+			if r.stopped {
+				cancel()
+			}
+		case <-ctx.Done():
+			// As in runConcurrent: tasks still running are left alone.
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// semaphore bounds the tasks of a step that run at once, when
+// RunOptions.MaxConcurrency asks for it.
+func (r *run) semaphore() chan struct{} {
+	if r.opts.MaxConcurrency > 0 {
+		return make(chan struct{}, r.opts.MaxConcurrency)
+	}
+	return nil
+}
+
+// runStepTask runs one of several tasks of a step, and times it for
+// runClaiming. A task that fails cancels the step: its siblings still run
+// (and what they write is kept as pending writes, as in LangGraph), but
+// with their context cancelled.
+func (r *run) runStepTask(stepCtx context.Context, t *task, sem chan struct{}, cancel context.CancelFunc) {
+	if sem != nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-stepCtx.Done():
+			t.err = stepCtx.Err()
+			return
+		}
+	}
+	start := time.Now()
+	r.execTask(stepCtx, t)
+	t.node.lastRun.Store(int64(max(time.Since(start), 1)))
+	if t.err != nil && !isInterrupt(t.err) {
+		// A failed task stops its siblings; those that finish anyway are
+		// still committed.
+		cancel()
+	}
 }
 
 // commit records a finished task: its pending writes and its events.

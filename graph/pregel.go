@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -137,6 +138,11 @@ type task struct {
 	// was committed; a task still running when its run is cancelled is
 	// never touched again by the run.
 	committed bool
+	// claimed is set by whichever goroutine runs the task, in a step that
+	// runClaiming runs; inline means the loop goroutine may (its node is
+	// short).
+	claimed atomic.Bool
+	inline  bool
 }
 
 // Interruption is a question a node asked a human with graph.Interrupt.
