@@ -941,17 +941,19 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 	opts.CheckpointID = ""
 	opts.InterruptBefore, opts.InterruptAfter = nil, nil
 	child := &run{
-		g:       sub,
-		opts:    opts,
-		saver:   sub.saver,
-		ns:      t.ns,
-		path:    append(slices.Clip(r.path), t.ns[strings.LastIndexByte(t.ns, '|')+1:]),
-		sub:     true,
-		before:  sub.before,
-		after:   sub.after,
-		modes:   r.modes,
-		resume:  r.resume,
-		persist: r.persist,
+		runScope: runScope{
+			g:      sub,
+			opts:   opts,
+			saver:  sub.saver,
+			ns:     t.ns,
+			path:   append(slices.Clip(r.path), t.ns[strings.LastIndexByte(t.ns, '|')+1:]),
+			sub:    true,
+			before: sub.before,
+			after:  sub.after,
+		},
+		stepLoop:         stepLoop{resume: r.resume},
+		checkpointCursor: checkpointCursor{persist: r.persist},
+		streamSink:       streamSink{modes: r.modes},
 	}
 	if child.saver == nil {
 		child.saver = r.saver

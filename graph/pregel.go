@@ -23,7 +23,31 @@ import (
 const interruptKey = checkpoint.InterruptChannel
 
 // run is one execution of a graph (or of a subgraph inside a parent task).
+// It is made of five parts, each owning one concern; their fields are
+// promoted, so code reads r.step or r.cpID whatever part holds it:
+//
+//   - runScope: what runs and where (graph, options, thread namespace,
+//     static interrupts); fixed once the run starts.
+//   - channelState: the channels' values and versions, which each step
+//     reads and folds its writes into.
+//   - stepLoop: where the loop is (step, limit) and how it started
+//     (resume values, replay).
+//   - checkpointCursor: the current checkpoint, what the saver already
+//     has, and the persister that writes to it.
+//   - streamSink: where events go and whether the consumer still reads.
+//
+// Only the loop goroutine touches a run; tasks on other goroutines reach
+// it through their taskCtx (see runTasks).
 type run struct {
+	runScope
+	channelState
+	stepLoop
+	checkpointCursor
+	streamSink
+}
+
+// runScope is what a run executes and where: fixed once it starts.
+type runScope struct {
 	g     *Graph
 	opts  RunOptions
 	saver *checkpoint.Saver
@@ -35,10 +59,15 @@ type run struct {
 	// alive, in a subgraph, reports whether the parent task's attempt
 	// still counts: a subgraph its timeout abandoned may run on, and must
 	// not write into the namespace the next attempt uses.
-	alive  func() bool
+	alive func() bool
+	// before and after name the nodes static interrupts stop at.
 	before map[string]bool
 	after  map[string]bool
+}
 
+// channelState is the graph's channels as of the current step: their
+// values (slots), versions, and what each node has seen of them.
+type channelState struct {
 	slots    map[string]slot
 	versions map[string]int64
 	seen     map[string]map[string]int64
@@ -47,7 +76,28 @@ type run struct {
 	// (restored from a checkpoint without the list).
 	updated    []string
 	updatedAll bool
+	// snapshot caches the state view of the current step (state()).
+	snapshot *State
+}
 
+// stepLoop is where the step loop stands and how the run began.
+type stepLoop struct {
+	// step is the current superstep; the run fails past stop.
+	step, stop int
+	// resume holds the resume values of this invocation.
+	resume *resumeState
+	// replaying is set when the run re-executes the steps after an older
+	// checkpoint (a replay or a fork): saved writes are not reused.
+	replaying bool
+	// inputFlushed is set once the run waited for its first checkpoints
+	// to be stored, before its first step.
+	inputFlushed bool
+}
+
+// checkpointCursor is the run's place in the thread's history: the
+// current checkpoint, what the saver already holds, and the persister
+// that makes the writes.
+type checkpointCursor struct {
 	// The current checkpoint: id, time, metadata, and its parent's id.
 	cpID     string
 	cpTS     time.Time
@@ -60,20 +110,17 @@ type run struct {
 	saved map[string]int64
 	// pending are the current checkpoint's pending writes.
 	pending []checkpoint.PendingWrite
-
-	step, stop int
-	snapshot   *State
-	resume     *resumeState
-	replaying  bool
-
-	emit    func(Event) bool
-	modes   modeSet
 	persist *persister
+}
+
+// streamSink is where a run's events go.
+type streamSink struct {
+	// emit passes an event to the consumer (nil: nobody reads, as in
+	// Invoke); false means the consumer stopped.
+	emit  func(Event) bool
+	modes modeSet
 	// stopped is set when the consumer of a stream stopped reading.
 	stopped bool
-	// inputFlushed is set once the run waited for its first checkpoints
-	// to be stored, before its first step.
-	inputFlushed bool
 }
 
 // resumeState holds the resume values of one invocation, shared by the
@@ -174,12 +221,8 @@ func InterruptValue[T any](it Interruption) (T, error) {
 
 func (g *Graph) newRun(opts RunOptions) (*run, error) {
 	r := &run{
-		g:      g,
-		opts:   opts,
-		saver:  g.saver,
-		before: g.before,
-		after:  g.after,
-		modes:  modesOf(opts.StreamModes),
+		runScope:   runScope{g: g, opts: opts, saver: g.saver, before: g.before, after: g.after},
+		streamSink: streamSink{modes: modesOf(opts.StreamModes)},
 	}
 	if opts.InterruptBefore != nil {
 		r.before = toSet(opts.InterruptBefore)
@@ -205,18 +248,24 @@ var errAttemptEnded = errors.New("graph: the node attempt running this subgraph 
 
 func (r *run) live() bool { return r.alive == nil || r.alive() }
 
+// reset starts the run from empty channels, before any checkpoint.
 func (r *run) reset() {
-	r.slots = make(map[string]slot, len(r.g.decls))
-	for name, d := range r.g.decls {
-		r.slots[name] = d.newSlot()
-	}
-	r.versions = make(map[string]int64)
-	r.seen = make(map[string]map[string]int64)
+	r.channelState.reset(r.g.decls)
 	r.saved = make(map[string]int64)
-	r.maxVer = 0
 	r.step = -1
 	r.cpMeta = checkpoint.Metadata{Step: -2}
 	r.cpID = checkpoint.NewID()
+}
+
+// reset empties the channels: a fresh slot for each declared one.
+func (c *channelState) reset(decls map[string]Channel) {
+	c.slots = make(map[string]slot, len(decls))
+	for name, d := range decls {
+		c.slots[name] = d.newSlot()
+	}
+	c.versions = make(map[string]int64)
+	c.seen = make(map[string]map[string]int64)
+	c.maxVer = 0
 }
 
 func (r *run) cfg() checkpoint.Config {
@@ -416,14 +465,16 @@ func (r *run) prepare() []*task {
 	return tasks
 }
 
-func (r *run) triggered(n *node) bool {
-	seen := r.seen[n.name]
+// triggered reports whether one of n's triggers has a value n has not
+// seen yet.
+func (c *channelState) triggered(n *node) bool {
+	seen := c.seen[n.name]
 	for _, ch := range n.triggers {
-		v := r.versions[ch]
+		v := c.versions[ch]
 		if v == 0 || v <= seen[ch] {
 			continue
 		}
-		if _, ok := r.slots[ch].get(); ok {
+		if _, ok := c.slots[ch].get(); ok {
 			return true
 		}
 	}
@@ -636,8 +687,8 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 // UpdateState records no updated channels: the update is not a step, so a
 // node that was already due (a deferred node released earlier, a node
 // waiting behind a static interrupt) stays due.
-func (r *run) updatedUnknown() {
-	r.updated, r.updatedAll = nil, true
+func (c *channelState) updatedUnknown() {
+	c.updated, c.updatedAll = nil, true
 }
 
 func (r *run) triggersAny(chs []string) bool {
@@ -946,8 +997,8 @@ func (r *run) startWrites(in Update) []write {
 
 // resumeStatic records that static interrupts have stopped for the current
 // channel versions, so continuing passes them.
-func (r *run) resumeStatic() {
-	r.seen[interruptKey] = maps.Clone(r.versions)
+func (c *channelState) resumeStatic() {
+	c.seen[interruptKey] = maps.Clone(c.versions)
 }
 
 // fork copies the loaded checkpoint as a new child, so a replay writes a new

@@ -211,12 +211,13 @@ type DebugEvent struct {
 	Payload   any       `json:"payload"`
 }
 
-func (r *run) send(ev Event) {
-	if r.emit == nil || r.stopped {
+// send passes ev to the consumer, unless it stopped reading.
+func (s *streamSink) send(ev Event) {
+	if s.emit == nil || s.stopped {
 		return
 	}
-	if !r.emit(ev) {
-		r.stopped = true
+	if !s.emit(ev) {
+		s.stopped = true
 	}
 }
 
