@@ -254,3 +254,41 @@ func TestAskOffTheNodeGoroutineFailsTheNode(t *testing.T) {
 		t.Errorf("after the failure: interrupts %v, next %v; want none pending and ask to run again", snap.Interrupts, snap.Next)
 	}
 }
+
+// A panic in a node's error handler (NodeOptions.OnError) fails the node
+// with a PanicError, as a panic in the node does, instead of crashing the
+// program; Ask in the handler stops the run for a human as it does in a
+// node.
+func TestErrorHandlerPanicFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	out := graph.Value[string]("out")
+	build := func(handler func(context.Context, graph.State, error) (graph.Update, error)) *graph.Graph {
+		g, err := graph.New(out).AddNode("work", func(ctx context.Context, s graph.State) (graph.Update, error) {
+			return graph.Update{}, errors.New("work failed")
+		}, &graph.NodeOptions{OnError: handler}).AddEdge(graph.START, "work").
+			Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := build(func(context.Context, graph.State, error) (graph.Update, error) { panic("handler bug") })
+	_, err := g.Invoke(ctx, out.Write("in"), &graph.RunOptions{ThreadID: "1"})
+	var pe *graph.PanicError
+	var ne *graph.NodeError
+	if !errors.As(err, &pe) || pe.Value != "handler bug" || !errors.As(err, &ne) || ne.Node != "work" {
+		t.Errorf("err = %v, want a NodeError of work with the handler's PanicError", err)
+	}
+
+	g = build(func(ctx context.Context, s graph.State, err error) (graph.Update, error) {
+		return out.Write(graph.Ask[string](ctx, "retry? "+err.Error())), nil
+	})
+	st, err := g.Invoke(ctx, out.Write("in"), &graph.RunOptions{ThreadID: "2"})
+	if err != nil || len(st.Interrupts()) != 1 {
+		t.Fatalf("Ask in the handler: %v, interrupts %v; want the run stopped for a human", err, st.Interrupts())
+	}
+	st, err = g.Invoke(ctx, graph.Resume("handled"), &graph.RunOptions{ThreadID: "2"})
+	if err != nil || out.Get(st) != "handled" {
+		t.Errorf("after the resume: %v, out %q; want the handler's answer", err, out.Get(st))
+	}
+}

@@ -647,8 +647,15 @@ func (r *run) execTask(ctx context.Context, t *task) {
 	}
 	if t.err != nil && !isInterrupt(t.err) && !isParent(t.err) && t.node.opts.OnError != nil {
 		tc := r.newAttempt(t, attempt)
-		u, herr := t.node.opts.OnError(context.WithValue(ctx, taskCtxKey{}, tc), t.input, t.err)
+		hctx := context.WithValue(ctx, taskCtxKey{}, tc)
+		u, herr := r.guard(tc, func() (Update, error) { return t.node.opts.OnError(hctx, t.input, t.err) })
 		tc.end(false)
+		if isInterrupt(herr) {
+			// The handler asks a human (Ask, Interrupt): the task stops
+			// for the answer, and handles its error again on resume.
+			t.err = herr
+			return
+		}
 		if herr == nil {
 			// The handler stands in for the node, not for its routing: its
 			// writes and Gotos apply, the failed node's edges do not fire.
@@ -760,8 +767,28 @@ func (r *run) callNode(ctx context.Context, t *task, attempt int) (Update, error
 }
 
 // callSafely calls the node of tc's task: ctx carries tc.
-func (r *run) callSafely(ctx context.Context, tc *taskCtx) (u Update, err error) {
+func (r *run) callSafely(ctx context.Context, tc *taskCtx) (Update, error) {
 	t := tc.t
+	u, err := r.guard(tc, func() (Update, error) {
+		if t.node.sub != nil {
+			return r.runSubgraph(ctx, t)
+		}
+		return t.node.fn(ctx, t.input)
+	})
+	if err != nil && !isInterrupt(err) && !isParent(err) {
+		var ne *NodeError
+		if !errors.As(err, &ne) || ne.TaskID != t.id {
+			err = &NodeError{Node: t.name, TaskID: t.id, Err: err}
+		}
+	}
+	return u, err
+}
+
+// guard calls f, the code of tc's attempt (the node, or its error
+// handler), on this goroutine: a panic becomes a PanicError, Ask's stop
+// becomes its interrupt or error, and an Ask made on a goroutine the code
+// started fails the attempt.
+func (r *run) guard(tc *taskCtx, f func() (Update, error)) (u Update, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			if cp, ok := p.(*consumerPanic); ok {
@@ -776,24 +803,13 @@ func (r *run) callSafely(ctx context.Context, tc *taskCtx) (u Update, err error)
 				u, err = Update{}, ap.err
 				return
 			}
-			err = &NodeError{Node: t.name, TaskID: t.id, Err: &PanicError{Value: p, Stack: debug.Stack()}}
+			u, err = Update{}, &PanicError{Value: p, Stack: debug.Stack()}
 		}
 		if tc.askedOff.Load() {
-			u, err = Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: graph.Ask can stop a node only on the goroutine the runtime called the node on, not on one the node started; there, call graph.Interrupt and return its error from the node", ErrAskOffNodeGoroutine)}
+			u, err = Update{}, fmt.Errorf("%w: graph.Ask can stop a node only on the goroutine the runtime called the node on, not on one the node started; there, call graph.Interrupt and return its error from the node", ErrAskOffNodeGoroutine)
 		}
 	}()
-	if t.node.sub != nil {
-		u, err = r.runSubgraph(ctx, t)
-	} else {
-		u, err = t.node.fn(ctx, t.input)
-	}
-	if err != nil && !isInterrupt(err) && !isParent(err) {
-		var ne *NodeError
-		if !errors.As(err, &ne) || ne.TaskID != t.id {
-			err = &NodeError{Node: t.name, TaskID: t.id, Err: err}
-		}
-	}
-	return u, err
+	return f()
 }
 
 // routeWrites turns a node's update into channel writes: its state writes,
@@ -1092,12 +1108,12 @@ func Ask[T any](ctx context.Context, question any) T {
 	return v
 }
 
-// callSafelyName is callSafely's name in a stack: every goroutine that runs
-// a node has it, below the node.
-var callSafelyName = reflect.TypeFor[run]().PkgPath() + ".(*run).callSafely"
+// guardName is guard's name in a stack: every goroutine that runs a node
+// (or its error handler) has it, below the node.
+var guardName = reflect.TypeFor[run]().PkgPath() + ".(*run).guard"
 
 // onNodeGoroutine reports whether the caller runs on a goroutine the
-// runtime runs a node on, where callSafely recovers Ask's stop. It walks
+// runtime runs a node on, where guard recovers Ask's stop. It walks
 // the stack, so only Ask calls it.
 func onNodeGoroutine() bool {
 	pcs := make([]uintptr, 64)
@@ -1112,7 +1128,7 @@ func onNodeGoroutine() bool {
 	frames := runtime.CallersFrames(pcs)
 	for {
 		f, more := frames.Next()
-		if f.Function == callSafelyName {
+		if f.Function == guardName {
 			return true
 		}
 		if !more {
