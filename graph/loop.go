@@ -324,10 +324,7 @@ func (r *run) runConcurrent(ctx context.Context, todo []*task) error {
 				return false
 			}
 		}
-		go func(t *task) {
-			r.runStepTask(stepCtx, t, sem, cancel)
-			done <- t
-		}(t)
+		go r.runStepTask(stepCtx, t, sem, cancel, false, done)
 	}
 	for remaining := len(todo); remaining > 0; {
 		select {
@@ -380,12 +377,7 @@ func (r *run) runClaiming(ctx context.Context, todo []*task) error {
 			first = false
 			continue
 		}
-		go func(t *task) {
-			if t.claimed.CompareAndSwap(false, true) {
-				r.runStepTask(stepCtx, t, sem, cancel)
-				done <- t
-			}
-		}(t)
+		go r.runStepTask(stepCtx, t, sem, cancel, true, done)
 	}
 	waiting := 0
 	for _, t := range todo {
@@ -396,7 +388,7 @@ func (r *run) runClaiming(ctx context.Context, todo []*task) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r.runStepTask(stepCtx, t, sem, cancel)
+		r.runStepTask(stepCtx, t, sem, cancel, false, nil)
 		r.commit(t)
 		if r.stopped {
 			cancel()
@@ -427,14 +419,23 @@ func (r *run) semaphore() chan struct{} {
 }
 
 // runStepTask runs one of several tasks of a step, and times it for
-// runClaiming. A task that fails cancels the step: its siblings still run
-// (and what they write is kept as pending writes, as in LangGraph), but
-// with their context cancelled.
-func (r *run) runStepTask(stepCtx context.Context, t *task, sem chan struct{}, cancel context.CancelFunc) {
+// runClaiming. With claim it runs t only if no other goroutine claimed it
+// first; when it ran t, it sends t on done, if not nil. A task that fails
+// cancels the step: its siblings still run (and what they write is kept as
+// pending writes, as in LangGraph), but with their context cancelled. It
+// is a goroutine's function itself, not called from a closure, so that a
+// task's goroutine is no deeper than it must be (a deeper stack grows, and
+// copies, sooner).
+func (r *run) runStepTask(stepCtx context.Context, t *task, sem chan struct{}, cancel context.CancelFunc, claim bool, done chan<- *task) {
+	if claim && !t.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	if done != nil {
+		defer func() { done <- t }()
+	}
 	if sem != nil {
 		select {
 		case sem <- struct{}{}:
-			defer func() { <-sem }()
 		case <-stepCtx.Done():
 			t.err = stepCtx.Err()
 			return
@@ -443,6 +444,10 @@ func (r *run) runStepTask(stepCtx context.Context, t *task, sem chan struct{}, c
 	start := time.Now()
 	r.execTask(stepCtx, t)
 	t.node.lastRun.Store(int64(max(time.Since(start), 1)))
+	if sem != nil {
+		// Not deferred: execTask recovers what its node raises.
+		<-sem
+	}
 	if t.err != nil && !isInterrupt(t.err) {
 		// A failed task stops its siblings; those that finish anyway are
 		// still committed.
@@ -647,8 +652,7 @@ func (r *run) execTask(ctx context.Context, t *task) {
 	}
 	if t.err != nil && !isInterrupt(t.err) && !isParent(t.err) && t.node.opts.OnError != nil {
 		tc := r.newAttempt(t, attempt)
-		hctx := context.WithValue(ctx, taskCtxKey{}, tc)
-		u, herr := r.guard(tc, func() (Update, error) { return t.node.opts.OnError(hctx, t.input, t.err) })
+		u, herr := r.callHandler(context.WithValue(ctx, taskCtxKey{}, tc), tc)
 		tc.end(false)
 		if isInterrupt(herr) {
 			// The handler asks a human (Ask, Interrupt): the task stops
@@ -767,14 +771,14 @@ func (r *run) callNode(ctx context.Context, t *task, attempt int) (Update, error
 }
 
 // callSafely calls the node of tc's task: ctx carries tc.
-func (r *run) callSafely(ctx context.Context, tc *taskCtx) (Update, error) {
+func (r *run) callSafely(ctx context.Context, tc *taskCtx) (u Update, err error) {
 	t := tc.t
-	u, err := r.guard(tc, func() (Update, error) {
-		if t.node.sub != nil {
-			return r.runSubgraph(ctx, t)
-		}
-		return t.node.fn(ctx, t.input)
-	})
+	defer recoverAttempt(tc, &u, &err)
+	if t.node.sub != nil {
+		u, err = r.runSubgraph(ctx, t)
+	} else {
+		u, err = t.node.fn(ctx, t.input)
+	}
 	if err != nil && !isInterrupt(err) && !isParent(err) {
 		var ne *NodeError
 		if !errors.As(err, &ne) || ne.TaskID != t.id {
@@ -784,32 +788,40 @@ func (r *run) callSafely(ctx context.Context, tc *taskCtx) (Update, error) {
 	return u, err
 }
 
-// guard calls f, the code of tc's attempt (the node, or its error
-// handler), on this goroutine: a panic becomes a PanicError, Ask's stop
-// becomes its interrupt or error, and an Ask made on a goroutine the code
-// started fails the attempt.
-func (r *run) guard(tc *taskCtx, f func() (Update, error)) (u Update, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			if cp, ok := p.(*consumerPanic); ok {
-				// The stream's consumer panicked in an event this node
-				// sent: not the node's failure. Raised again at once, in
-				// this deferred call, so its stack is still the one it
-				// panicked with.
-				panic(cp)
-			}
-			if ap, ok := p.(askPanic); ok {
-				// Ask stopped the node: its error is the node's result.
-				u, err = Update{}, ap.err
-				return
-			}
-			u, err = Update{}, &PanicError{Value: p, Stack: debug.Stack()}
+// callHandler calls the error handler of tc's task (NodeOptions.OnError),
+// guarded as callSafely guards the node.
+func (r *run) callHandler(ctx context.Context, tc *taskCtx) (u Update, err error) {
+	defer recoverAttempt(tc, &u, &err)
+	t := tc.t
+	return t.node.opts.OnError(ctx, t.input, t.err)
+}
+
+// recoverAttempt, deferred by callSafely and callHandler, ends an attempt
+// of a node or its handler: a panic becomes the node's PanicError, Ask's
+// stop its interrupt or error, and an Ask made on a goroutine the code
+// started fails the attempt. It is deferred directly, not wrapped, so that
+// recover sees the panic, and so that a node's goroutine keeps the stack
+// depth it had (a deeper stack grows, and copies, sooner).
+func recoverAttempt(tc *taskCtx, u *Update, err *error) {
+	t := tc.t
+	if p := recover(); p != nil {
+		if cp, ok := p.(*consumerPanic); ok {
+			// The stream's consumer panicked in an event this node sent:
+			// not the node's failure. Raised again at once, in this
+			// deferred call, so its stack is still the one it panicked
+			// with.
+			panic(cp)
 		}
-		if tc.askedOff.Load() {
-			u, err = Update{}, fmt.Errorf("%w: graph.Ask can stop a node only on the goroutine the runtime called the node on, not on one the node started; there, call graph.Interrupt and return its error from the node", ErrAskOffNodeGoroutine)
+		if ap, ok := p.(askPanic); ok {
+			// Ask stopped the node: its error is the node's result.
+			*u, *err = Update{}, ap.err
+			return
 		}
-	}()
-	return f()
+		*u, *err = Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: &PanicError{Value: p, Stack: debug.Stack()}}
+	}
+	if tc.askedOff.Load() {
+		*u, *err = Update{}, &NodeError{Node: t.name, TaskID: t.id, Err: fmt.Errorf("%w: graph.Ask can stop a node only on the goroutine the runtime called the node on, not on one the node started; there, call graph.Interrupt and return its error from the node", ErrAskOffNodeGoroutine)}
+	}
 }
 
 // routeWrites turns a node's update into channel writes: its state writes,
@@ -1108,12 +1120,15 @@ func Ask[T any](ctx context.Context, question any) T {
 	return v
 }
 
-// guardName is guard's name in a stack: every goroutine that runs a node
-// (or its error handler) has it, below the node.
-var guardName = reflect.TypeFor[run]().PkgPath() + ".(*run).guard"
+// Names of callSafely and callHandler in a stack: every goroutine that runs
+// a node, or its error handler, has one of them below it.
+var (
+	callSafelyName  = reflect.TypeFor[run]().PkgPath() + ".(*run).callSafely"
+	callHandlerName = reflect.TypeFor[run]().PkgPath() + ".(*run).callHandler"
+)
 
 // onNodeGoroutine reports whether the caller runs on a goroutine the
-// runtime runs a node on, where guard recovers Ask's stop. It walks
+// runtime runs a node on, where recoverAttempt recovers Ask's stop. It walks
 // the stack, so only Ask calls it.
 func onNodeGoroutine() bool {
 	pcs := make([]uintptr, 64)
@@ -1128,7 +1143,7 @@ func onNodeGoroutine() bool {
 	frames := runtime.CallersFrames(pcs)
 	for {
 		f, more := frames.Next()
-		if f.Function == guardName {
+		if f.Function == callSafelyName || f.Function == callHandlerName {
 			return true
 		}
 		if !more {
