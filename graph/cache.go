@@ -34,6 +34,7 @@ type CacheError struct {
 	Err  error
 }
 
+// Error names the operation and the node.
 func (e *CacheError) Error() string {
 	return fmt.Sprintf("graph: node cache: %s for node %q: %v", e.Op, e.Node, e.Err)
 }

@@ -20,7 +20,9 @@
 //
 // A run proceeds in supersteps. In each, every node triggered by the last
 // step's writes runs, in parallel, on the state as of the start of the
-// step; no node sees another's writes of the same step. When all are done
+// step; no node sees another's writes of the same step. (A node that took
+// microseconds last time may run on the run's own goroutine, when nothing
+// streams during the step: cheaper than a hand-off to another thread.) When all are done
 // their writes are applied, in a fixed order (node name, then Send index),
 // not in completion order, and the channels they changed trigger the next
 // step. The run ends when no node is triggered, or fails with

@@ -36,6 +36,7 @@ type NodeError struct {
 	Err    error
 }
 
+// Error names the node and gives its error.
 func (e *NodeError) Error() string { return fmt.Sprintf("graph: node %q: %v", e.Node, e.Err) }
 
 // Unwrap returns the node's own error.
@@ -47,11 +48,13 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error gives the panic's value; Stack holds where it happened.
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // RecursionError reports the limit a run reached.
 type RecursionError struct{ Limit int }
 
+// Error names the limit and what to do about it.
 func (e *RecursionError) Error() string {
 	return fmt.Sprintf("graph: recursion limit of %d supersteps reached without reaching END; "+
 		"raise RunOptions.RecursionLimit if the graph is meant to run longer, or check its loop's exit condition", e.Limit)
