@@ -292,3 +292,18 @@ func TestErrorHandlerPanicFailsTheNode(t *testing.T) {
 		t.Errorf("after the resume: %v, out %q; want the handler's answer", err, out.Get(st))
 	}
 }
+
+// Continuing (the zero Update) needs a checkpointer, as resuming does: the
+// error says so, rather than naming an empty thread.
+func TestContinueWithoutCheckpointer(t *testing.T) {
+	out := graph.Value[string]("out")
+	g, err := graph.New(out).AddNode("a", func(context.Context, graph.State) (graph.Update, error) {
+		return out.Write("a"), nil
+	}, nil).AddEdge(graph.START, "a").Compile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Invoke(context.Background(), graph.Update{}, nil); !errors.Is(err, graph.ErrNoCheckpointer) {
+		t.Errorf("err = %v, want ErrNoCheckpointer", err)
+	}
+}

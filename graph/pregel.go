@@ -954,6 +954,9 @@ func (r *run) start(ctx context.Context, in Update) error {
 		r.step++
 		return nil
 	default:
+		if r.saver == nil {
+			return fmt.Errorf("%w: the zero Update continues a thread from its checkpoint, and the graph has no checkpointer; give the run some input, or compile the graph with CompileOptions.Checkpointer", ErrNoCheckpointer)
+		}
 		if !r.cpSaved {
 			return fmt.Errorf("%w: thread %q has no checkpoint to continue from; give the run some input", ErrInvalidInput, r.opts.ThreadID)
 		}
