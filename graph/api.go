@@ -91,7 +91,11 @@ func (g *Graph) Stream(ctx context.Context, in Update, opts *RunOptions) iter.Se
 				panic(p)
 			}
 		}()
-		r.emit = func(ev Event) bool {
+		// offPanic is a loop body's panic on a goroutine a node started
+		// (an Emit there): it cannot travel from that goroutine, so this
+		// one raises it once the run has returned.
+		var offPanic *consumerPanic
+		r.emit = func(ev Event) (ok bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			if done {
@@ -108,6 +112,10 @@ func (g *Graph) Stream(ctx context.Context, in Update, opts *RunOptions) iter.Se
 				done = true
 				cancel()
 				if p := recover(); p != nil {
+					if !onLoopGoroutine() {
+						offPanic = &consumerPanic{value: p}
+						return
+					}
 					panic(&consumerPanic{value: p})
 				}
 			}()
@@ -125,7 +133,11 @@ func (g *Graph) Stream(ctx context.Context, in Update, opts *RunOptions) iter.Se
 		mu.Lock()
 		stopped := done
 		done = true
+		cp := offPanic
 		mu.Unlock()
+		if cp != nil {
+			panic(cp)
+		}
 		if err != nil && !stopped {
 			yield(Event{}, err)
 		}

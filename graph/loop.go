@@ -1120,17 +1120,28 @@ func Ask[T any](ctx context.Context, question any) T {
 	return v
 }
 
-// Names of callSafely and callHandler in a stack: every goroutine that runs
-// a node, or its error handler, has one of them below it.
+// Names of functions in a stack: every goroutine that runs a node, or its
+// error handler, has callSafely or callHandler below it; the goroutine
+// running a run's step loop (the one ranging over Stream) has loop.
 var (
 	callSafelyName  = reflect.TypeFor[run]().PkgPath() + ".(*run).callSafely"
 	callHandlerName = reflect.TypeFor[run]().PkgPath() + ".(*run).callHandler"
+	loopName        = reflect.TypeFor[run]().PkgPath() + ".(*run).loop"
 )
 
 // onNodeGoroutine reports whether the caller runs on a goroutine the
-// runtime runs a node on, where recoverAttempt recovers Ask's stop. It walks
-// the stack, so only Ask calls it.
-func onNodeGoroutine() bool {
+// runtime runs a node on, where recoverAttempt recovers Ask's stop. It
+// walks the stack, so only Ask calls it.
+func onNodeGoroutine() bool { return onStack(callSafelyName, callHandlerName) }
+
+// onLoopGoroutine reports whether the caller runs on a goroutine that runs
+// a step loop: for a Stream's consumer, the goroutine ranging over it. It
+// walks the stack, so only a consumer's panic calls it.
+func onLoopGoroutine() bool { return onStack(loopName) }
+
+// onStack reports whether a function of one of these names is on the
+// caller's stack.
+func onStack(names ...string) bool {
 	pcs := make([]uintptr, 64)
 	for {
 		n := runtime.Callers(2, pcs)
@@ -1143,7 +1154,7 @@ func onNodeGoroutine() bool {
 	frames := runtime.CallersFrames(pcs)
 	for {
 		f, more := frames.Next()
-		if f.Function == callSafelyName || f.Function == callHandlerName {
+		if slices.Contains(names, f.Function) {
 			return true
 		}
 		if !more {

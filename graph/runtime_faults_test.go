@@ -324,8 +324,20 @@ func TestStreamConsumerPanicPropagates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A node may Emit from a goroutine it starts; the loop body may then
+	// run there, and its panic must still reach the consumer.
+	helper := func(ctx context.Context, s graph.State) (graph.Update, error) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			graph.Emit(ctx, "ping")
+		}()
+		<-done
+		return graph.Update{}, nil
+	}
 	cases := map[string]*graph.Builder{
-		"inline":   graph.New(Log).AddNode("a", emitter, nil).AddEdge(graph.START, "a"),
+		"helper goroutine": graph.New(Log).AddNode("a", helper, nil).AddEdge(graph.START, "a"),
+		"inline":           graph.New(Log).AddNode("a", emitter, nil).AddEdge(graph.START, "a"),
 		"timeout":  graph.New(Log).AddNode("a", emitter, &graph.NodeOptions{Timeout: time.Minute}).AddEdge(graph.START, "a"),
 		"parallel": graph.New(Log).AddNode("a", emitter, nil).AddNode("b", emitter, nil).AddEdge(graph.START, "a").AddEdge(graph.START, "b"),
 		"subgraph": graph.New(Log).AddSubgraph("s", sub, nil).AddEdge(graph.START, "s"),
@@ -341,7 +353,7 @@ func TestStreamConsumerPanicPropagates(t *testing.T) {
 				if p != "boom from the loop body" {
 					t.Fatalf("recovered %v (%T), want the loop body's own panic", p, p)
 				}
-				if !strings.Contains(string(debug.Stack()), "consumerBoom") {
+				if name != "helper goroutine" && !strings.Contains(string(debug.Stack()), "consumerBoom") {
 					t.Fatalf("the panic's stack was lost:\n%s", debug.Stack())
 				}
 			}()
