@@ -338,9 +338,9 @@ func TestStreamConsumerPanicPropagates(t *testing.T) {
 	cases := map[string]*graph.Builder{
 		"helper goroutine": graph.New(Log).AddNode("a", helper, nil).AddEdge(graph.START, "a"),
 		"inline":           graph.New(Log).AddNode("a", emitter, nil).AddEdge(graph.START, "a"),
-		"timeout":  graph.New(Log).AddNode("a", emitter, &graph.NodeOptions{Timeout: time.Minute}).AddEdge(graph.START, "a"),
-		"parallel": graph.New(Log).AddNode("a", emitter, nil).AddNode("b", emitter, nil).AddEdge(graph.START, "a").AddEdge(graph.START, "b"),
-		"subgraph": graph.New(Log).AddSubgraph("s", sub, nil).AddEdge(graph.START, "s"),
+		"timeout":          graph.New(Log).AddNode("a", emitter, &graph.NodeOptions{Timeout: time.Minute}).AddEdge(graph.START, "a"),
+		"parallel":         graph.New(Log).AddNode("a", emitter, nil).AddNode("b", emitter, nil).AddEdge(graph.START, "a").AddEdge(graph.START, "b"),
+		"subgraph":         graph.New(Log).AddSubgraph("s", sub, nil).AddEdge(graph.START, "s"),
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
