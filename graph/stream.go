@@ -354,7 +354,8 @@ func inputMessageIDs(s State, ch string) map[string]bool {
 }
 
 // Emit sends v to the run's custom stream. Outside a node, or when the
-// stream does not include custom events, it does nothing.
+// stream does not include custom events, it does nothing. It may be called
+// from a goroutine the node started, until the node returns.
 func Emit(ctx context.Context, v any) {
 	tc := taskFrom(ctx)
 	if tc == nil || !tc.r.modes.has(StreamCustom) || tc.emit == nil || !tc.live() {
