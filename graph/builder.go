@@ -294,6 +294,12 @@ type CompileOptions struct {
 	// unless Checkpointer is set. Such a subgraph must not run twice in
 	// one step (two Sends to it), as both calls would share one state.
 	KeepState bool
+	// RecursionLimit is the graph's default for RunOptions.RecursionLimit
+	// (0: DefaultRecursionLimit), for graphs whose runs are known to take
+	// more supersteps than the default allows, such as a planner whose
+	// plans run in many waves (LangGraph's with_config(recursion_limit)).
+	// A run's own RecursionLimit still wins.
+	RecursionLimit int
 }
 
 // All, in InterruptBefore or InterruptAfter, means every node.
@@ -306,6 +312,9 @@ func (b *Builder) Compile(opts *CompileOptions) (*Graph, error) {
 	errs := slices.Clone(b.errs)
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidGraph}, args...)...))
+	}
+	if co.RecursionLimit < 0 {
+		bad("RecursionLimit must be 0 (the default, %d) or positive, got %d", DefaultRecursionLimit, co.RecursionLimit)
 	}
 	if co.CheckpointerTimeout < 0 {
 		bad("CheckpointerTimeout must be 0 (the default, %v) or positive, got %v", DefaultCheckpointerTimeout, co.CheckpointerTimeout)

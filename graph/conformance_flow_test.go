@@ -982,6 +982,21 @@ func TestFlowRecursionLimitArithmetic(t *testing.T) {
 	})
 }
 
+// A graph compiled with a RecursionLimit gives its runs that limit unless a
+// run names its own (LangGraph's graph.with_config(recursion_limit=...)); a
+// negative one is refused at Compile.
+func TestFlowCompiledRecursionLimit(t *testing.T) {
+	var ran atomic.Int32
+	g := flowCompile(t, flowChain(30, &ran), graph.CompileOptions{RecursionLimit: 40})
+	if _, err := g.Invoke(context.Background(), graph.Input(), nil); err != nil {
+		t.Fatalf("30 steps under the graph's limit of 40: %v", err)
+	}
+	_, err := g.Invoke(context.Background(), graph.Input(), &graph.RunOptions{RecursionLimit: 10})
+	flowWantErr(t, err, graph.ErrRecursionLimit, "limit of 10")
+	_, err = flowChain(1, &ran).Compile(&graph.CompileOptions{RecursionLimit: -1})
+	flowWantErr(t, err, graph.ErrInvalidGraph, "RecursionLimit")
+}
+
 // Mirrors test_pregel.py::test_invoke_two_processes_in_out (GraphRecursionError
 // on a run that does not stop): a self-loop with limit L runs its node in
 // steps 1..L, L times, then fails naming the limit.

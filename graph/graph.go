@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,8 @@ type Graph struct {
 	log          *slog.Logger
 	// keepState: as a subgraph, the graph keeps its state per thread.
 	keepState bool
+	// recursionLimit is the runs' default RecursionLimit.
+	recursionLimit int
 	// spec keeps the builder's edges for drawing.
 	spec *Builder
 }
@@ -70,16 +73,17 @@ func joinName(from []string, to string) string {
 
 func compile(b *Builder, co CompileOptions) *Graph {
 	g := &Graph{
-		name:      co.Name,
-		decls:     make(map[string]Channel, len(b.channels)+len(b.order)+2),
-		nodes:     make(map[string]*node, len(b.order)+1),
-		triggers:  make(map[string][]*node),
-		saver:     co.Checkpointer,
-		before:    toSet(co.InterruptBefore),
-		after:     toSet(co.InterruptAfter),
-		cache:     co.Cache,
-		keepState: co.KeepState,
-		spec:      b,
+		name:           co.Name,
+		decls:          make(map[string]Channel, len(b.channels)+len(b.order)+2),
+		nodes:          make(map[string]*node, len(b.order)+1),
+		triggers:       make(map[string][]*node),
+		saver:          co.Checkpointer,
+		before:         toSet(co.InterruptBefore),
+		after:          toSet(co.InterruptAfter),
+		cache:          co.Cache,
+		keepState:      co.KeepState,
+		recursionLimit: cmp.Or(co.RecursionLimit, DefaultRecursionLimit),
+		spec:           b,
 	}
 	g.log = co.Logger
 	g.saverTimeout = co.CheckpointerTimeout

@@ -35,7 +35,8 @@ type RunOptions struct {
 	// CheckpointID starts from this checkpoint instead of the thread's
 	// latest: replay (with no input) or fork (with UpdateState).
 	CheckpointID string
-	// RecursionLimit caps the supersteps of the run (default 25).
+	// RecursionLimit caps the supersteps of the run (default: the graph's
+	// CompileOptions.RecursionLimit, else 25).
 	RecursionLimit int
 	// StreamModes chooses the events Stream yields (default: updates).
 	StreamModes []StreamMode
@@ -97,6 +98,15 @@ const (
 	// BusyWait waits until the thread is free, or ctx ends.
 	BusyWait BusyPolicy = "wait"
 )
+
+// runOptions returns a run's options with the graph's defaults filled in.
+func (g *Graph) runOptions(opts *RunOptions) (RunOptions, error) {
+	o := deref(opts)
+	if o.RecursionLimit == 0 {
+		o.RecursionLimit = g.recursionLimit
+	}
+	return o.withDefaults()
+}
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
 	if o.RecursionLimit == 0 {

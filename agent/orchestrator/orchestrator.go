@@ -334,7 +334,8 @@ func (a *Agent) allTools() []*tool.Tool {
 // preparation, approval, the todos, collector, error point), and a plan
 // has at most Config.Planning.MaxTodos waves, each todo counted twice for
 // a retry. The graph runtime's default, 25, is too few for a plan of more
-// than about six waves.
+// than about six waves, so the agent's graph is compiled with this limit as
+// its runs' default (graph.CompileOptions.RecursionLimit).
 func (a *Agent) RecursionLimit() int { return 10 + 7*2*a.cfg.Planning.MaxTodos }
 
 // Config returns the agent's configuration, with defaults filled in.
@@ -361,7 +362,7 @@ func (a *Agent) build(saver *checkpoint.Saver) (*graph.Graph, error) {
 	b.AddEdge(NodeStart, NodeCognitive)
 	b.AddEdge(NodeExecuteTodo, NodeCollector)
 	b.AddEdge(NodeResponse, graph.END)
-	return b.Compile(&graph.CompileOptions{Checkpointer: saver, Name: a.cfg.Name})
+	return b.Compile(&graph.CompileOptions{Checkpointer: saver, Name: a.cfg.Name, RecursionLimit: a.RecursionLimit()})
 }
 
 // execModel is the model of a layer, for Structured calls.

@@ -269,7 +269,7 @@ func measure(ctx context.Context, backend string, saver *checkpoint.Saver, laten
 		done := 0
 		start := time.Now()
 		for ev, err := range a.Graph.Stream(ctx, orchestrator.Input("run the benchmark plan", ""), &graph.RunOptions{ThreadID: thread,
-			StreamModes: []graph.StreamMode{graph.StreamCustom}, RecursionLimit: a.RecursionLimit(), Durability: dur}) {
+			StreamModes: []graph.StreamMode{graph.StreamCustom}, Durability: dur}) {
 			if err != nil {
 				return result{}, err
 			}

@@ -130,7 +130,7 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 	p := &orchPrinter{out: c.out, info: c.info, started: map[string]time.Time{}}
 	run := func(in graph.Update) error {
 		defer p.endLine()
-		opts := &graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamCustom}, RecursionLimit: agent.Agent.RecursionLimit(), Busy: graph.BusyWait,
+		opts := &graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamCustom}, Busy: graph.BusyWait,
 			Metadata: map[string]any{graphIDKey: e.Name},
 			OnBusy:   func(*checkpoint.BusyError) { fmt.Fprintf(c.info, "thread %s is busy; waiting…\n", thread) }}
 		for ev, err := range g.Stream(ctx, in, opts) {
