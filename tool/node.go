@@ -58,7 +58,8 @@ func IsCached(msg llm.Message) bool {
 
 // Node returns a graph node that runs the tool calls of the last message
 // in msgs, when it is an AI message, and writes one tool message per call,
-// in the calls' order. Calls run in parallel, each with its timeout; a
+// in the calls' order. The tools are reg's snapshot pinned in the run's
+// context (Registry.Pin), or its current ones. Calls run in parallel, each with its timeout; a
 // failure of any kind (invalid arguments, an unknown tool, an error,
 // a timeout, a panic) becomes a tool message with status "error" whose
 // content tells the model what went wrong, so the node itself fails only
@@ -77,6 +78,9 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 			return graph.Update{}, nil
 		}
 		calls := last.ToolCalls
+		// One view of the tools for every call of the step: the turn's
+		// pinned snapshot, or the current one.
+		tools := reg.View(ctx)
 		// Each call ends by its own timeout or the step's deadline,
 		// whichever comes first; the node fails only when its own context
 		// ends.
@@ -125,7 +129,7 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 		if len(run) == 1 {
 			// One call runs on the node's goroutine.
 			i := run[0]
-			out[i] = callOne(ctx, reg, calls[i], opts.Timeout, deadline, canon[i])
+			out[i] = callOne(ctx, tools, calls[i], opts.Timeout, deadline, canon[i])
 			run = nil
 		}
 		var wg sync.WaitGroup
@@ -139,7 +143,7 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 					sem <- struct{}{}
 					defer func() { <-sem }()
 				}
-				out[i] = callOne(ctx, reg, calls[i], opts.Timeout, deadline, canon[i])
+				out[i] = callOne(ctx, tools, calls[i], opts.Timeout, deadline, canon[i])
 			})
 		}
 		wg.Wait()
@@ -171,10 +175,10 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 // callOne runs call c with timeout, ending by deadline if that is sooner
 // (zero: none); canonical says that its arguments are in canonical form
 // (jsonx.Canonical).
-func callOne(ctx context.Context, reg *Registry, c llm.ToolCall, timeout time.Duration, deadline time.Time, canonical bool) llm.Message {
-	t, ok := reg.Get(c.Name)
+func callOne(ctx context.Context, tools *Snapshot, c llm.ToolCall, timeout time.Duration, deadline time.Time, canonical bool) llm.Message {
+	t, ok := tools.Get(c.Name)
 	if !ok {
-		env := failure(CodeUnknownTool, fmt.Sprintf("there is no tool named %q; the tools are %v", c.Name, reg.Names()), nil)
+		env := failure(CodeUnknownTool, fmt.Sprintf("there is no tool named %q; the tools are %v", c.Name, tools.Names()), nil)
 		return envelopeMessage(c.ID, c.Name, env, false)
 	}
 	env, err := t.run(ctx, c.Args, timeout, deadline, canonical)

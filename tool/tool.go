@@ -426,7 +426,8 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, timeout time.Durat
 	// A struct of plain fields checks its own arguments, without the
 	// general validator's allocations; anything it is unsure of is
 	// validated.
-	if t.valid == nil || !decoded || !t.valid(inst) {
+	// A NewRaw tool whose schema could not be resolved has none to check.
+	if t.schema != nil && (t.valid == nil || !decoded || !t.valid(inst)) {
 		if err := t.validate(inst); err != nil {
 			err = fmt.Errorf("%w: tool %s: %w", ErrInvalidArgs, t.name, err)
 			return failure(CodeInvalidArgs, invalidArgsText(t, err), nil), err

@@ -277,7 +277,11 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // New builds the agent over model and tools (nil: no tools) and compiles
-// it as a graph of its own: NewAgent, then Agent.Compile.
+// it as a graph of its own: NewAgent, then Agent.Compile. The tools are
+// read at every model call, so tools added to or removed from the registry
+// while the agent runs (MCP servers' changes) are offered from the next
+// call on; a caller that wants one tool set for a whole turn runs it under
+// tools.Pin(ctx).
 func New(model llm.ChatModel, tools *tool.Registry, opts Options) (*graph.Graph, error) {
 	a, err := NewAgent(model, tools, opts)
 	if err != nil {

@@ -54,9 +54,10 @@ func user(ctx context.Context, r *Retrieval) string {
 // toolSpecs returns the tools offered to the model's next call: every
 // registered tool, or with Retrieval those the turn calls for.
 func (a *agent) toolSpecs(ctx context.Context, t turn) ([]llm.ToolSpec, error) {
+	view := a.tools.View(ctx)
 	r := a.opts.Retrieval
 	if r == nil {
-		return a.tools.Specs(), nil
+		return view.Specs(), nil
 	}
 	var names []string
 	if strings.TrimSpace(t.question) != "" {
@@ -93,7 +94,7 @@ func (a *agent) toolSpecs(ctx context.Context, t turn) ([]llm.ToolSpec, error) {
 			continue
 		}
 		seen[n] = true
-		if tl, ok := a.tools.Get(n); ok {
+		if tl, ok := view.Get(n); ok {
 			specs = append(specs, tl.Spec())
 		}
 	}
