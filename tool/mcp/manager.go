@@ -544,7 +544,13 @@ func (s *server) run(ctx context.Context) {
 			failures++
 			err = s.withStderr(err)
 			wait := s.backoff(failures)
-			log.Warn("mcp: server unavailable; reconnecting", "error", err, "retry_in", wait.Round(time.Millisecond))
+			// The first failure is told; the retries that fail alike are
+			// for debugging.
+			level := slog.LevelWarn
+			if failures > 1 {
+				level = slog.LevelDebug
+			}
+			log.Log(ctx, level, "mcp: server unavailable; reconnecting", "error", err, "retry_in", wait.Round(time.Millisecond))
 			s.setState(StateUnavailable, nil, err)
 			tried()
 			select {

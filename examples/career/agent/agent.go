@@ -11,6 +11,7 @@ import (
 	"github.com/weftlabs/weft/examples/career/service"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/tool"
 )
 
 // SystemPrompt is the ReAct agent's system prompt: a Korean career
@@ -54,6 +55,11 @@ type Options struct {
 	// Mode is react.NativeTools (default) or react.JSONFormat, for models
 	// without tool calling.
 	Mode react.Mode
+	// Tools, when set, is the registry the agent uses: the career tools
+	// are added to it, beside what it holds, and tools added to it or
+	// removed from it while the agent runs (MCP servers' tools) are
+	// offered from the next model call.
+	Tools *tool.Registry
 }
 
 // Agent is DreamPath: a router in front of a ReAct agent over the career
@@ -73,7 +79,7 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error
 	if model == nil || svc == nil {
 		return nil, fmt.Errorf("career agent: a model and a service are required")
 	}
-	reg, err := NewRegistry(svc)
+	reg, err := registry(opts.Tools, Tools(svc))
 	if err != nil {
 		return nil, fmt.Errorf("career agent: %w", err)
 	}

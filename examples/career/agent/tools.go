@@ -155,6 +155,15 @@ func NewRegistry(svc *service.Service) (*tool.Registry, error) {
 	return tool.NewRegistry(Tools(svc)...)
 }
 
+// registry adds tools to reg, or to a new registry when reg is nil.
+func registry(reg *tool.Registry, tools []*tool.Tool) (*tool.Registry, error) {
+	if reg == nil {
+		return tool.NewRegistry(tools...)
+	}
+	_, err := reg.Apply(tool.Change{Added: tools})
+	return reg, err
+}
+
 // required trims v and rejects it when nothing is left: the schema
 // guarantees the field is present, not that it says anything.
 func required(field, v string) (string, error) {

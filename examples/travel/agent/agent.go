@@ -10,6 +10,7 @@ import (
 	"github.com/weftlabs/weft/examples/travel/service"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/tool"
 )
 
 // SystemPrompt is the agent's system prompt: a Korean travel planner that
@@ -47,6 +48,12 @@ type Options struct {
 	// Classifier decides the messages Rules leave open; nil uses the
 	// agent's model. When it fails, FallbackRules decide, then plain chat.
 	Classifier llm.ChatModel
+	// Tools, when set, is the registry the agent uses: the travel tools
+	// are added to it, beside what it holds, and tools added to it or
+	// removed from it while the agent runs (MCP servers' tools) are
+	// offered from the next model call. Only the travel tools have
+	// post-processing nodes.
+	Tools *tool.Registry
 }
 
 // Agent is MateTrip: a router in front of a ReAct agent over the travel
@@ -70,7 +77,7 @@ func New(model llm.ChatModel, svc *service.Service, opts Options) (*Agent, error
 	if model == nil || svc == nil {
 		return nil, fmt.Errorf("travel agent: a model and a service are required")
 	}
-	reg, err := NewRegistry(svc)
+	reg, err := registry(opts.Tools, Tools(svc))
 	if err != nil {
 		return nil, fmt.Errorf("travel agent: %w", err)
 	}

@@ -329,6 +329,15 @@ func NewRegistry(svc *service.Service) (*tool.Registry, error) {
 	return tool.NewRegistry(Tools(svc)...)
 }
 
+// registry adds tools to reg, or to a new registry when reg is nil.
+func registry(reg *tool.Registry, tools []*tool.Tool) (*tool.Registry, error) {
+	if reg == nil {
+		return tool.NewRegistry(tools...)
+	}
+	_, err := reg.Apply(tool.Change{Added: tools})
+	return reg, err
+}
+
 func category(s string) (service.Category, error) {
 	c, err := service.ParseCategory(s)
 	if err != nil {

@@ -53,7 +53,7 @@ func toolMode(v, from string) (react.Mode, error) {
 }
 
 func newRunCmd() *cobra.Command {
-	var agentName, modelName, threadID, newThread, dsn, tools string
+	var agentName, modelName, threadID, newThread, dsn, tools, mcpConfig string
 	var approve, configPath, resultsDir string
 	cmd := &cobra.Command{
 		Use:   "run --agent NAME [--model PROVIDER:MODEL] [--tools native|json] [--thread ID | --new-thread ID] QUESTION|-",
@@ -73,13 +73,16 @@ func newRunCmd() *cobra.Command {
 			"Conversations are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "). Each run prints its thread id;\n" +
 			"--thread ID continues that conversation (an unknown id is an error, not a new conversation),\n" +
 			"--new-thread ID starts one under an id of your choice. weft threads lists, shows and deletes them.\n" +
-			"Ctrl-C stops the run (exit status 130) and prints how to continue its thread.",
+			"Ctrl-C stops the run (exit status 130) and prints how to continue its thread.\n\n" +
+			"--mcp-config FILE gives the agent the tools of the MCP servers in FILE (JSON or YAML, Claude\n" +
+			"Desktop's mcpServers shape) besides its own, named SERVER__TOOL; see weft mcp --help.",
 		Example: "  weft run --agent career --model scripted:examples/career/demo.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent career --tools json --model scripted:examples/career/demo-json.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent travel --model openai:gpt-4o-mini \"제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요\"\n" +
 			"  weft run --agent career --thread 3f2a... \"그 멘토링 예약해 주세요. 제 아이디는 user-1이에요\"\n" +
 			"  weft run --agent career --new-thread jimin \"UX 디자이너가 되고 싶어요\"\n" +
-			"  weft run --agent travel --model openai:gpt-4o-mini - < question.txt",
+			"  weft run --agent travel --model openai:gpt-4o-mini - < question.txt\n" +
+			"  weft run --agent career --model openai:gpt-4o-mini --mcp-config mcp.json \"...\"",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := lookupAgent(agentName)
 			if err != nil {
@@ -112,17 +115,21 @@ func newRunCmd() *cobra.Command {
 			out, info, stop := newTerminal(cmd).wrap(cmd.OutOrStdout(), cmd.ErrOrStderr())
 			defer stop()
 			rc := runConfig{
-				agent:    agentName,
-				model:    modelName,
-				mode:     mode,
-				thread:   threadChoice{id: cmp.Or(newThread, threadID), isNew: newThread != "", db: dbArg(cmd, dsn)},
-				dsn:      dsn,
-				dbSource: dbSource(cmd),
-				question: question,
-				out:      out,
-				info:     info,
+				agent:     agentName,
+				model:     modelName,
+				mode:      mode,
+				thread:    threadChoice{id: cmp.Or(newThread, threadID), isNew: newThread != "", db: dbArg(cmd, dsn)},
+				dsn:       dsn,
+				dbSource:  dbSource(cmd),
+				question:  question,
+				mcpConfig: mcpConfig,
+				out:       out,
+				info:      info,
 			}
 			if e.Orchestrate != nil {
+				if mcpConfig != "" {
+					return fmt.Errorf("--mcp-config works with the ReAct agents, not with %s (an orchestrator agent)", e.Name)
+				}
 				return runOrchestrated(cmd.Context(), e, orchestrateConfig{runConfig: rc, approve: approve, configPath: configPath, resultsDir: resultsDir, stdin: cmd.InOrStdin()})
 			}
 			return run(cmd.Context(), rc)
@@ -139,6 +146,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&approve, "approve", approveAsk, "orchestrator agents: "+approveAsk+" (ask at each approval point; answers may be piped), "+approveAuto+" (answer each at once: accept, proceed, skip a failed todo) or "+approveNone+" (no approval points)")
 	f.StringVar(&configPath, "config", "", "orchestrator agents: a YAML configuration replacing the agent's own (approvals, models per layer, tools, prompts)")
 	f.StringVar(&resultsDir, "results", "", "orchestrator agents: where step results, plans, charts and reports are saved (default "+resultsDirName+" beside the database)")
+	addMCPFlag(cmd, &mcpConfig)
 	return cmd
 }
 
@@ -154,10 +162,10 @@ func orchestratorAgents() []string {
 }
 
 type runConfig struct {
-	agent, model, dsn, dbSource, question string
-	thread                                threadChoice
-	mode                                  react.Mode
-	out, info                             io.Writer
+	agent, model, dsn, dbSource, question, mcpConfig string
+	thread                                           threadChoice
+	mode                                             react.Mode
+	out, info                                        io.Writer
 }
 
 func run(ctx context.Context, c runConfig) (err error) {
@@ -170,11 +178,27 @@ func run(ctx context.Context, c runConfig) (err error) {
 		return err
 	}
 	defer db.Close()
-	a, err := e.Open(ctx, model, examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode})
+	open := examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode}
+	if c.mcpConfig != "" {
+		// The MCP tools go into the registry the agent adds its own to,
+		// and follow the servers and the file while the run lasts.
+		open.Tools, _ = tool.NewRegistry()
+		m, err := startMCP(ctx, c.mcpConfig, open.Tools, c.info, true)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+	}
+	a, err := e.Open(ctx, model, open)
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", e.Name, err)
 	}
 	defer a.Close()
+	if open.Tools != nil {
+		// The turn sees the tools of its start, whatever the servers do
+		// meanwhile.
+		ctx = open.Tools.Pin(ctx)
+	}
 
 	c.thread.where = db.Backend + " " + db.Target
 	thread, err := pickThread(ctx, db.Saver, c.thread, c.info)
@@ -268,6 +292,10 @@ const (
 	// another reason (its tools kept failing, the turn's time ran out, the
 	// model's replies could not be used).
 	ExitNoAnswer = 4
+	// ExitToolFailed: weft mcp call ran the tool and it answered with a
+	// failure (isError, a timeout, arguments it refused); the result was
+	// printed and the cause told on standard error.
+	ExitToolFailed = 5
 	// ExitInterrupted: the user pressed Ctrl-C (SIGINT); 128 + 2, as
 	// shells report it. How to continue the thread was told on stderr.
 	ExitInterrupted = 130
@@ -284,6 +312,8 @@ func ExitCode(err error) int {
 		return ExitModelFailed
 	case errors.Is(err, react.ErrNoAnswer), errors.Is(err, orchestrator.ErrInvalidPlan), errors.Is(err, llm.ErrInvalidOutput):
 		return ExitNoAnswer
+	case errors.Is(err, ErrToolFailed):
+		return ExitToolFailed
 	}
 	return ExitError
 }

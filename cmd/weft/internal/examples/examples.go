@@ -23,6 +23,7 @@ import (
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
+	"github.com/weftlabs/weft/tool"
 )
 
 // Example is an example graph the weft command knows by name.
@@ -88,6 +89,10 @@ type OpenOptions struct {
 	// reply, for models without tool calling). In JSONFormat the router's
 	// classifier is asked for its decision as JSON text too.
 	Mode react.Mode
+	// Tools, when set, is the registry the agent uses: its own tools are
+	// added to it, beside the tools it holds (MCP servers' tools, kept
+	// current by tool/mcp while the agent runs).
+	Tools *tool.Registry
 }
 
 // Agent is an example agent opened for chat.
@@ -170,7 +175,7 @@ func openCareer(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 	if err != nil {
 		return nil, fmt.Errorf("career service: %w", err)
 	}
-	a, err := careeragent.New(model, svc, careeragent.Options{Checkpointer: opts.Saver, Mode: opts.Mode})
+	a, err := careeragent.New(model, svc, careeragent.Options{Checkpointer: opts.Saver, Mode: opts.Mode, Tools: opts.Tools})
 	if err != nil {
 		svc.Close()
 		return nil, err
@@ -183,7 +188,7 @@ func openTravel(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 	if err != nil {
 		return nil, fmt.Errorf("travel service: %w", err)
 	}
-	a, err := travelagent.New(model, svc, travelagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode})
+	a, err := travelagent.New(model, svc, travelagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode, Tools: opts.Tools})
 	if err != nil {
 		svc.Close()
 		return nil, err
