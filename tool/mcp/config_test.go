@@ -178,3 +178,38 @@ func hash8(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])[:8]
 }
+
+// Parse never panics, and what it accepts is a configuration a manager can
+// start from.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"], "env": {"A": "${HOME:-/}"}}}}`,
+		`{"mcpServers": {"web": {"url": "http://127.0.0.1:1/mcp", "headers": {"A": "b"}, "timeout": 1.5}}}`,
+		"mcpServers:\n  a: {command: x, timeout: 2m, disabled: true}\n",
+		`{"mcpServers": null}`,
+		`{"mcpServers": {"a": {"type": "sse", "url": "http://h"}}}`,
+	} {
+		f.Add([]byte(s), s[0] == '{')
+	}
+	f.Fuzz(func(t *testing.T, data []byte, isJSON bool) {
+		format := "yaml"
+		if isJSON {
+			format = "json"
+		}
+		cfg, err := Parse(data, format)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+			return
+		}
+		for name, sc := range cfg.Servers {
+			if err := checkServerName(name); err != nil {
+				t.Fatalf("accepted server name %q: %v", name, err)
+			}
+			if _, err := sc.normalized(name); err != nil {
+				t.Fatalf("accepted server %q that does not check: %v", name, err)
+			}
+		}
+	})
+}
