@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -150,7 +151,7 @@ func Parse(data []byte, format string) (*Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: mcpServers is %s; want an object of servers by name", ErrInvalidConfig, kind(raw))
 	}
-	for _, name := range sortedKeys(servers) {
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		if err := checkServerName(name); err != nil {
 			return nil, err
 		}
@@ -317,7 +318,7 @@ func stringMap(at string, v any) (map[string]string, error) {
 		return nil, fmt.Errorf("%w: %s is %s; want an object of strings", ErrInvalidConfig, at, kind(v))
 	}
 	out := make(map[string]string, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		s, err := stringAt(at+"."+k, m[k], true)
 		if err != nil {
 			return nil, err
@@ -419,13 +420,4 @@ func kind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("a %T", v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

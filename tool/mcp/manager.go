@@ -156,7 +156,7 @@ func Start(ctx context.Context, cfg *Config, opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, reg: reg, life: life, cancel: cancel, servers: map[string]*server{}}
 	var started []*server
 	m.mu.Lock()
-	for _, name := range sortedKeys(cfg.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		if s := m.startLocked(name, cfg.Servers[name], nil); s != nil {
 			started = append(started, s)
 		}
@@ -235,7 +235,7 @@ func (m *Manager) Reload(cfg *Config) error {
 	if m.closed {
 		return ErrClosed
 	}
-	for _, name := range sortedKeys(cfg.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		if _, ok := m.servers[name]; !ok {
 			m.opts.Logger.Info("mcp: server added to the configuration", "server", name)
 			m.startLocked(name, cfg.Servers[name], nil)
@@ -320,7 +320,7 @@ func (m *Manager) Close() error {
 // removeTools takes a stopped server's tools out of the registry.
 func (m *Manager) removeTools(s *server) {
 	s.mu.Lock()
-	names := sortedKeys(s.tools)
+	names := slices.Sorted(maps.Keys(s.tools))
 	s.tools, s.order = map[string]*entry{}, nil
 	s.mu.Unlock()
 	m.apply(tool.Change{Removed: names})
@@ -397,7 +397,7 @@ type ToolInfo struct {
 func (m *Manager) Servers() []ServerStatus {
 	m.mu.Lock()
 	servers := make([]*server, 0, len(m.servers))
-	for _, name := range sortedKeys(m.servers) {
+	for _, name := range slices.Sorted(maps.Keys(m.servers)) {
 		servers = append(servers, m.servers[name])
 	}
 	m.mu.Unlock()
@@ -721,7 +721,7 @@ func stdioEnv(env map[string]string) []string {
 			}
 		}
 	}
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, k+"="+env[k])
 	}
 	return out

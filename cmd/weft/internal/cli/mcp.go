@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -243,7 +244,7 @@ func newMCPCallCmd() *cobra.Command {
 			}
 			sc, ok := cfg.Servers[server]
 			if !ok {
-				return fmt.Errorf("no MCP server %q in %s; its servers: %s", server, path, strings.Join(sortedNames(cfg.Servers), ", "))
+				return fmt.Errorf("no MCP server %q in %s; its servers: %s", server, path, strings.Join(slices.Sorted(maps.Keys(cfg.Servers)), ", "))
 			}
 			ctx := cmd.Context()
 			m, err := mcp.Start(ctx, &mcp.Config{Servers: map[string]mcp.ServerConfig{server: sc}}, mcp.Options{Logger: mcpLogger(io.Discard)})
@@ -282,13 +283,4 @@ func newMCPCallCmd() *cobra.Command {
 	}
 	addMCPFlag(cmd, &path)
 	return cmd
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
 }
