@@ -782,17 +782,24 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession) error {
 		}
 	}
 	slices.Sort(c.Removed)
+	// Calls see the new listing before the registry does, so that a tool
+	// gone from the registry answers CodeRemoved, never the server's
+	// error for a tool it no longer has.
+	s.mu.Lock()
+	prevTools, prevOrder := s.tools, s.order
+	s.tools, s.order = next, order
+	s.mu.Unlock()
 	if _, err := s.m.apply(c); err != nil {
 		// The registry is unchanged: keep the old view, and try again at
 		// the next listing.
+		s.mu.Lock()
+		s.tools, s.order = prevTools, prevOrder
+		s.mu.Unlock()
 		return nil
 	}
 	if !c.Empty() {
 		log.Info("mcp: tools changed", "added", len(c.Added), "updated", len(c.Updated), "removed", len(c.Removed))
 	}
-	s.mu.Lock()
-	s.tools, s.order = next, order
-	s.mu.Unlock()
 	return nil
 }
 
@@ -849,6 +856,9 @@ func (s *server) call(ctx context.Context, exposed, name string, args json.RawMe
 		case cctx.Err() != nil:
 			return nil, &tool.Error{Code: tool.CodeTimeout, Message: fmt.Sprintf("MCP server %s did not answer tool %s within %v", s.name, name, timeout), Meta: meta, Err: context.DeadlineExceeded}
 		case errors.As(err, &rpc):
+			// The server may have dropped the tool without saying so: the
+			// next listing tells.
+			s.signal()
 			meta[MetaRPCCode] = rpc.Code
 			return nil, &tool.Error{Code: CodeProtocol, Message: fmt.Sprintf("MCP server %s refused the call of %s: %s", s.name, name, rpc.Message), Meta: meta, Err: err}
 		default:
