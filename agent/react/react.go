@@ -311,14 +311,17 @@ func NewAgent(model llm.ChatModel, tools *tool.Registry, opts Options) (*Agent, 
 	if tools == nil {
 		tools, _ = tool.NewRegistry()
 	}
+	a := &agent{model: model, tools: tools, opts: o}
 	if r := o.Retrieval; r != nil && !r.NoSearchTool {
 		// The tool node must run the search tool; the caller's registry
-		// is extended, not changed.
-		if tools, err = tools.Extend(searchTool(r, tools)); err != nil {
+		// is extended, not changed. The search reads the extension's
+		// view, so a turn pinned on either registry finds only tools it
+		// can call.
+		if a.tools, err = tools.Extend(searchTool(r, a)); err != nil {
 			return nil, fmt.Errorf("%w: the search tool: %w", ErrInvalidOptions, err)
 		}
 	}
-	return &Agent{a: &agent{model: model, tools: tools, opts: o}}, nil
+	return &Agent{a: a}, nil
 }
 
 // Options returns the agent's options, with the defaults applied.

@@ -22,8 +22,11 @@ type searchArgs struct {
 }
 
 // searchTool is the tool the model searches the catalogue with; the tools
-// it finds are offered at the model's next calls in the turn.
-func searchTool(r *Retrieval, reg *tool.Registry) *tool.Tool {
+// it finds are offered at the model's next calls in the turn. It lists
+// only tools of a's view of the registry in the call's context (the turn's
+// pinned tools, or the current ones), which a.tools holds by the time it
+// runs.
+func searchTool(r *Retrieval, a *agent) *tool.Tool {
 	return tool.New(r.SearchToolName,
 		"Search the tool catalogue for tools that can do what you need, when none of the tools you have fits. The tools found can be called from your next step on.",
 		func(ctx context.Context, in searchArgs) ([]FoundTool, error) {
@@ -34,9 +37,10 @@ func searchTool(r *Retrieval, reg *tool.Registry) *tool.Tool {
 			if err != nil {
 				return nil, err
 			}
+			view := a.tools.View(ctx)
 			found := []FoundTool{}
 			for _, n := range names {
-				if t, ok := reg.Get(n); ok && n != r.SearchToolName {
+				if t, ok := view.Get(n); ok && n != r.SearchToolName {
 					found = append(found, FoundTool{Name: n, Description: t.Spec().Description})
 				}
 			}
@@ -51,8 +55,9 @@ func user(ctx context.Context, r *Retrieval) string {
 	return r.User(ctx)
 }
 
-// toolSpecs returns the tools offered to the model's next call: every
-// registered tool, or with Retrieval those the turn calls for.
+// toolSpecs returns the tools offered to the model's next call, from the
+// registry's view in ctx (the turn's pinned tools, or the current ones):
+// every tool, or with Retrieval those the turn calls for.
 func (a *agent) toolSpecs(ctx context.Context, t turn) ([]llm.ToolSpec, error) {
 	view := a.tools.View(ctx)
 	r := a.opts.Retrieval

@@ -20,5 +20,5 @@ func TestSearchToolAcceptsItsSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tooltest.CheckAccepts(t, []*tool.Tool{searchTool(&Retrieval{Tools: everything{}, K: 5, SearchToolName: DefaultSearchToolName}, reg)})
+	tooltest.CheckAccepts(t, []*tool.Tool{searchTool(&Retrieval{Tools: everything{}, K: 5, SearchToolName: DefaultSearchToolName}, &agent{tools: reg})})
 }

@@ -175,3 +175,92 @@ func TestRetrievalOptionsChecked(t *testing.T) {
 		t.Errorf("a registered tool named like the search tool: %v, want ErrInvalidOptions", err)
 	}
 }
+
+// With Retrieval, a turn pinned on the caller's registry is offered, and
+// finds with the search tool, only the tools of its start, while a tool
+// it calls changes the registry (as an MCP server might meanwhile); an
+// unpinned turn follows the change from its next call.
+func TestRetrievalReadsThePinnedTools(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pin   bool
+		bound [][]string
+		found []string
+	}{
+		{
+			name: "pinned", pin: true,
+			bound: [][]string{
+				{"weather_forecast", "jira_create_issue", "search_tools"},
+				{"weather_forecast", "jira_create_issue", "search_tools"},
+				{"weather_forecast", "jira_create_issue", "search_tools"},
+			},
+			found: []string{},
+		},
+		{
+			name: "current",
+			bound: [][]string{
+				{"weather_forecast", "jira_create_issue", "search_tools"},
+				{"jira_create_issue", "search_tools"},
+				{"jira_create_issue", "new_tool", "search_tools"},
+			},
+			found: []string{"new_tool"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := catalogue(t)
+			// jira_create_issue is replaced by one that changes the registry.
+			noop := func(context.Context, struct{}) (string, error) { return "ok", nil }
+			jira := tool.New("jira_create_issue", "Creates an issue.", func(context.Context, struct{}) (string, error) {
+				_, err := reg.Apply(tool.Change{Removed: []string{"weather_forecast"}, Added: []*tool.Tool{tool.New("new_tool", "Arrived mid-turn.", noop)}})
+				return "created", err
+			})
+			if _, err := reg.Apply(tool.Change{Updated: []*tool.Tool{jira}}); err != nil {
+				t.Fatal(err)
+			}
+			r := &retriever{rules: [][2]string{{"weather", "weather_forecast,jira_create_issue"}, {"arrived", "new_tool"}}}
+			model := scripted.New(
+				llm.AI("", call("jira_create_issue", `{}`)),
+				llm.AI("", call("search_tools", `{"query":"what arrived"}`)),
+				llm.AI("done"),
+			)
+			g, err := react.New(model, reg, react.Options{Retrieval: &react.Retrieval{Tools: r}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if tc.pin {
+				ctx = reg.Pin(ctx)
+			}
+			st, err := g.Invoke(ctx, react.Messages.Write(llm.Human("the weather, and file it")), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := react.Messages.Get(st)
+			if out := react.OutcomeOf(msgs); out.Answer != "done" {
+				t.Fatalf("outcome %+v", out)
+			}
+			var bound [][]string
+			for _, req := range model.Requests() {
+				bound = append(bound, toolNames(req.Tools))
+			}
+			if diff := cmp.Diff(tc.bound, bound); diff != "" {
+				t.Errorf("tools bound per call (-want +got):\n%s", diff)
+			}
+			found := []string{}
+			for _, m := range msgs {
+				if m.Type == llm.TypeTool && m.Name == "search_tools" {
+					res, err := tool.ResultOf[[]react.FoundTool](m)
+					if err != nil || !res.Success {
+						t.Fatalf("search result %+v, %v", res, err)
+					}
+					for _, f := range res.Data {
+						found = append(found, f.Name)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.found, found); diff != "" {
+				t.Errorf("the search found (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
