@@ -310,6 +310,24 @@ func (x *Index) Namespace() []string { return slices.Clone(x.opts.Namespace) }
 // On an error the tools written before it stay written and the index keeps
 // serving what it served before; calling Sync again finishes the work.
 func (x *Index) Sync(ctx context.Context, specs []llm.ToolSpec) (SyncResult, error) {
+	x.syncMu.Lock()
+	defer x.syncMu.Unlock()
+	return x.sync(ctx, specs)
+}
+
+// SyncRegistry syncs the index with the tools registered in reg, read
+// once this call's turn to sync has come: calls made after each change to
+// reg (an MCP manager's Options.OnChange), even from goroutines of their
+// own, leave the index holding the registry's latest tools whatever order
+// they run in.
+func (x *Index) SyncRegistry(ctx context.Context, reg *tool.Registry) (SyncResult, error) {
+	x.syncMu.Lock()
+	defer x.syncMu.Unlock()
+	return x.sync(ctx, reg.Specs())
+}
+
+// sync is Sync; x.syncMu is held.
+func (x *Index) sync(ctx context.Context, specs []llm.ToolSpec) (SyncResult, error) {
 	want := make(map[string]*entry, len(specs))
 	for _, s := range specs {
 		if s.Name == "" {
@@ -320,8 +338,6 @@ func (x *Index) Sync(ctx context.Context, specs []llm.ToolSpec) (SyncResult, err
 		}
 		want[s.Name] = &entry{spec: s, quick: x.hash(s.Parameters, s)}
 	}
-	x.syncMu.Lock()
-	defer x.syncMu.Unlock()
 	have := x.snap.Load().tools
 	var res SyncResult
 	var puts []store.PutRequest
@@ -389,11 +405,6 @@ func (x *Index) Sync(ctx context.Context, specs []llm.ToolSpec) (SyncResult, err
 	}
 	x.publish(next)
 	return res, err
-}
-
-// SyncRegistry syncs the index with the tools registered in reg now.
-func (x *Index) SyncRegistry(ctx context.Context, reg *tool.Registry) (SyncResult, error) {
-	return x.Sync(ctx, reg.Specs())
 }
 
 // hash identifies what a tool is indexed by, with its schema as given;

@@ -457,3 +457,146 @@ func TestSyncRegistryAndRetrieveTools(t *testing.T) {
 		t.Errorf("Namespace = %v", x.Namespace())
 	}
 }
+
+// An index kept by SyncRegistry in a tool source's OnChange (tool/mcp's
+// Manager) follows the registry: a tool added while agents run is found by
+// search, an updated one by its new description, a removed one no more.
+// The source here applies its changes the way the MCP manager does: one
+// tool.Change per listing, then OnChange.
+func TestSyncRegistryOnChange(t *testing.T) {
+	ctx := context.Background()
+	type in struct {
+		Text string `json:"text"`
+	}
+	fn := func(context.Context, in) (string, error) { return "ok", nil }
+	reg, err := tool.NewRegistry(
+		tool.New("weather_forecast", "Get the weather forecast for a city.", fn),
+		tool.New("slack_post_message", "Post a message to a Slack channel.", fn),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memStore(t, embed.NewLexical(0))
+	x, err := retrieve.New(ctx, st, retrieve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.SyncRegistry(ctx, reg); err != nil {
+		t.Fatal(err)
+	}
+	var synced []retrieve.SyncResult
+	onChange := func(tool.Change) {
+		res, err := x.SyncRegistry(ctx, reg)
+		if err != nil {
+			t.Errorf("SyncRegistry after a change: %v", err)
+		}
+		synced = append(synced, res)
+	}
+	apply := func(c tool.Change) {
+		t.Helper()
+		c, err := reg.Apply(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onChange(c)
+	}
+	top := func(query string) string {
+		t.Helper()
+		hits, err := x.Search(ctx, query, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Spec.Name
+	}
+	const query = "translate this korean text into english"
+	if got := top(query); got == "mcp__translate" {
+		t.Fatal("found a tool before it was added")
+	}
+
+	apply(tool.Change{Added: []*tool.Tool{tool.New("mcp__translate", "Translate text from Korean into English.", fn)}})
+	if got := top(query); got != "mcp__translate" {
+		t.Errorf("after the tool was added, the best hit for %q is %q", query, got)
+	}
+	apply(tool.Change{Updated: []*tool.Tool{tool.New("mcp__translate", "Summarize a long document in three sentences.", fn)}})
+	if got := top("summarize this long document"); got != "mcp__translate" {
+		t.Errorf("after the update, the best hit is %q", got)
+	}
+	apply(tool.Change{Removed: []string{"mcp__translate"}})
+	if got := top("summarize this long document"); got == "mcp__translate" {
+		t.Error("a removed tool is still found")
+	}
+	want := []retrieve.SyncResult{
+		{Added: []string{"mcp__translate"}, Unchanged: 2},
+		{Updated: []string{"mcp__translate"}, Unchanged: 2},
+		{Removed: []string{"mcp__translate"}, Unchanged: 2},
+	}
+	if diff := cmp.Diff(want, synced); diff != "" {
+		t.Errorf("what each change synced (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"slack_post_message", "weather_forecast"}, storedKeys(t, st), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("stored tools (-want +got):\n%s", diff)
+	}
+}
+
+// Changes reported from several goroutines, each syncing on a goroutine of
+// its own in whatever order they are scheduled, leave the index holding
+// the registry's final tools: SyncRegistry reads the registry once its turn
+// has come, so a sync that read an older registry never runs last.
+func TestSyncRegistryConcurrentChanges(t *testing.T) {
+	ctx := context.Background()
+	reg, err := tool.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memStore(t, embed.NewLexical(0))
+	x, err := retrieve.New(ctx, st, retrieve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(context.Context, struct{}) (string, error) { return "ok", nil }
+	var syncs sync.WaitGroup
+	onChange := func(tool.Change) {
+		syncs.Go(func() {
+			if _, err := x.SyncRegistry(ctx, reg); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	var writers sync.WaitGroup
+	for w := range 3 {
+		writers.Go(func() {
+			for i := range 10 {
+				name := fmt.Sprintf("s%d_tool_%d", w, i)
+				c, err := reg.Apply(tool.Change{Added: []*tool.Tool{tool.New(name, "Does thing "+name+".", fn)}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				onChange(c)
+				if i%3 == 0 {
+					c, err := reg.Apply(tool.Change{Removed: []string{name}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					onChange(c)
+				}
+			}
+		})
+	}
+	writers.Wait()
+	syncs.Wait()
+	want := reg.Names()
+	if len(want) != 3*6 {
+		t.Fatalf("%d tools registered, want 18", len(want))
+	}
+	if diff := cmp.Diff(want, storedKeys(t, st), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("stored tools differ from the registry's (-registry +index):\n%s", diff)
+	}
+	if x.Len() != len(want) {
+		t.Errorf("index holds %d tools, registry %d", x.Len(), len(want))
+	}
+}
