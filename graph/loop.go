@@ -292,19 +292,40 @@ func (r *run) runTasks(ctx context.Context, tasks []*task) error {
 		r.execTask(ctx, t)
 		r.commit(t)
 		return nil
-	case r.tasksMayEmit():
-		return r.runConcurrent(ctx, todo)
-	default:
+	case r.tasksCanRunInline():
 		return r.runClaiming(ctx, todo)
+	default:
+		return r.runConcurrent(ctx, todo)
 	}
 }
 
-// tasksMayEmit reports whether a task can send events to the stream while
-// it runs (Emit, StreamMessage, a subgraph's events): those must reach the
-// consumer as they happen, on the loop goroutine, so it must stay free to
-// pass them on.
-func (r *run) tasksMayEmit() bool {
-	return r.emit != nil && (r.opts.Subgraphs || r.modes.has(StreamMessages) || r.modes.has(StreamCustom))
+// tasksCanRunInline reports whether a step's short tasks may run on the
+// loop goroutine (runClaiming). Only when nothing needs that goroutine
+// while they run: a node's last run time does not bound its next, and a
+// task on the loop goroutine holds up the commit of every sibling that
+// finishes meanwhile. So not when each task's writes are saved as it
+// finishes (async and sync durability: a crash in the middle of the step
+// must not lose a finished task's writes, or it runs again on resume, as
+// LangGraph promises it does not), nor when the stream carries events per
+// task (updates, tasks, debug) or events sent while a task runs
+// (messages, custom, subgraphs), which must reach the consumer as they
+// happen.
+func (r *run) tasksCanRunInline() bool {
+	if r.saver != nil && r.opts.Durability != DurabilityExit {
+		return false
+	}
+	if r.emit == nil {
+		return true
+	}
+	if r.opts.Subgraphs {
+		return false
+	}
+	for _, m := range []StreamMode{StreamMessages, StreamCustom, StreamUpdates, StreamTasks, StreamDebug} {
+		if r.modes.has(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // runConcurrent runs each task on a goroutine of its own while the loop
@@ -369,7 +390,7 @@ func (r *run) runClaiming(ctx context.Context, todo []*task) error {
 	sem := r.semaphore()
 	first := true
 	for _, t := range todo {
-		// No task of this step sends events (tasksMayEmit).
+		// No task of this step sends events (tasksCanRunInline).
 		t.emit = nil
 		t.inline = t.node.short()
 		if t.inline && first {

@@ -48,7 +48,7 @@ func TestShortSiblingsThatWaitForEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	markShort(g, "a", "b")
-	for _, opts := range []*RunOptions{nil, {StreamModes: []StreamMode{StreamUpdates}}} {
+	for _, opts := range []*RunOptions{nil, {StreamModes: []StreamMode{StreamUpdates}}, {StreamModes: []StreamMode{StreamValues}}} {
 		aReady, bReady = make(chan struct{}), make(chan struct{})
 		var got []string
 		var err error
@@ -62,14 +62,22 @@ func TestShortSiblingsThatWaitForEachOther(t *testing.T) {
 					err = e
 					break
 				}
-				u, _ := ev.Update()
-				got = append(got, u.Node)
+				if u, ok := ev.Update(); ok {
+					got = append(got, u.Node)
+				}
+				if st, ok := ev.Values(); ok {
+					got = log.Get(st)
+				}
 			}
 			slices.Sort(got)
 		}
 		want := []string{"in", "a", "b"}
-		if opts != nil {
+		switch {
+		case opts == nil:
+		case opts.StreamModes[0] == StreamUpdates:
 			want = []string{"a", "b"}
+		default:
+			want = []string{"a", "b", "in"}
 		}
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("stream=%v: got %q, %v; want %q", opts != nil, got, err, want)
@@ -112,5 +120,41 @@ func TestShortSiblingOfAFailedTaskKeepsItsWrites(t *testing.T) {
 	}
 	if got := value.Get(snap.Values); got != 3 || !slices.Equal(snap.Next, []string{"two"}) {
 		t.Errorf("state %d, next %v; want 3 (one's pending write applied) and two to run again", got, snap.Next)
+	}
+}
+
+// A task that its node's last run marks short, but that this time waits
+// for its sibling's writes to be saved (as a node that crashes mid-step,
+// or any slow node, may): the sibling's writes are saved as it finishes,
+// whatever the other task does meanwhile, so a crash mid-step cannot lose
+// them. Running short tasks on the loop goroutine held the sibling's
+// commit back until the waiting task returned.
+func TestFinishedSiblingIsSavedWhileAShortTaskWaits(t *testing.T) {
+	log := Reduce("log", func(cur, upd []string) []string { return append(slices.Clip(cur), upd...) })
+	saver := checkpoint.NewMemory()
+	g, err := New(log).AddNode("writer", func(ctx context.Context, s State) (Update, error) {
+		return log.Write([]string{"written"}), nil
+	}, nil).AddNode("waiter", func(ctx context.Context, s State) (Update, error) {
+		for deadline := time.Now().Add(stepGuard); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			tp, err := saver.Get(ctx, checkpoint.Config{ThreadID: "t"})
+			if err != nil {
+				return Update{}, err
+			}
+			for _, pw := range tp.PendingWrites {
+				if strings.Contains(string(pw.Value), "written") {
+					return log.Write([]string{"waited"}), nil
+				}
+			}
+		}
+		return Update{}, errors.New("the writer's finished task was never saved while waiter ran")
+	}, nil).AddEdge(START, "writer").AddEdge(START, "waiter").Compile(&CompileOptions{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Durability{DurabilityAsync, DurabilitySync} {
+		markShort(g, "writer", "waiter")
+		if _, err := g.Invoke(context.Background(), log.Write([]string{"in"}), &RunOptions{ThreadID: "t", Durability: d}); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
 	}
 }
