@@ -79,27 +79,37 @@ func currentTurn(msgs []llm.Message) turn {
 	return t
 }
 
-// node is the agent node. hosted, if set, reads the turn's start from the
-// host graph's state (AddOptions.TurnStart); when it has none, the agent
-// records the start itself on its first step of a turn.
-func (a *agent) node(hosted func(graph.State) (time.Time, bool)) graph.NodeFunc {
+// node is the agent node. ao.TurnStart, if set, reads the turn's start
+// from the host graph's state; when it has none, the agent records the
+// start itself on its first step of a turn. ao.Prompt and ao.Also are the
+// host's system prompt and writes.
+func (a *agent) node(ao AddOptions) graph.NodeFunc {
 	return func(ctx context.Context, s graph.State) (graph.Update, error) {
 		msgs := Messages.Get(s)
 		t := currentTurn(msgs)
 		var out graph.Update
 		at, ok := time.Time{}, false
-		if hosted != nil {
-			at, ok = hosted(s)
+		if ao.TurnStart != nil {
+			at, ok = ao.TurnStart(s)
 		}
 		if !ok {
 			at, ok = ownStart(s)
-			if len(t.msgs) == 0 || !ok {
-				// A new turn: a start the state holds is the last turn's.
+			if t.steps == 0 || !ok {
+				// The loop's first step in this turn (nodes of the host may
+				// have written messages before it): a start the state holds
+				// is the last turn's.
 				at = time.Now()
 				out = startedAt.Write(at)
 			}
 		}
-		reply, err := a.decide(ctx, msgs, t, at.Add(a.opts.Timeout))
+		prompt := a.opts.SystemPrompt
+		if ao.Prompt != nil {
+			var err error
+			if prompt, err = ao.Prompt(ctx, s); err != nil {
+				return graph.Update{}, fmt.Errorf("react: the system prompt: %w", err)
+			}
+		}
+		reply, err := a.decide(ctx, msgs, t, prompt, at.Add(a.opts.Timeout))
 		if err != nil {
 			return graph.Update{}, err
 		}
@@ -107,7 +117,15 @@ func (a *agent) node(hosted func(graph.State) (time.Time, bool)) graph.NodeFunc 
 			// A fallback answer: a message of the agent's, not the model's.
 			reply = OwnID(reply)
 		}
-		return out.And(Messages.Write(reply)), nil
+		out = out.And(Messages.Write(reply))
+		if ao.Also != nil {
+			also, err := ao.Also(ctx, s, reply)
+			if err != nil {
+				return graph.Update{}, err
+			}
+			out = out.And(also)
+		}
+		return out, nil
 	}
 }
 
@@ -170,7 +188,7 @@ func StreamReply(ctx context.Context, id string, stream iter.Seq2[llm.Chunk, err
 
 // decide returns the agent's next message: tool calls, an answer, or a
 // fallback answer.
-func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, deadline time.Time) (llm.Message, error) {
+func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, prompt string, deadline time.Time) (llm.Message, error) {
 	if !time.Now().Before(deadline) {
 		return a.fallback(ctx, t, StopTimeout, context.DeadlineExceeded), nil
 	}
@@ -193,13 +211,13 @@ func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, deadline
 			return a.fallback(ctx, t, StopRetrievalError, err), nil
 		}
 	}
-	reply, err := a.ask(tctx, msgs, forced, specs)
+	reply, err := a.ask(tctx, msgs, prompt, forced, specs)
 	if err == nil && a.opts.Mode == JSONFormat {
 		var perr error
 		if reply, perr = a.parse(reply, len(msgs)); perr != nil {
 			// One retry, telling the model what was wrong.
 			retry := append(msgs[:len(msgs):len(msgs)], llm.AI(reply.Text()), llm.Human(fmt.Sprintf("Your reply could not be used: %v. Reply with only one JSON object of the form {\"thought\": ..., \"action\": ..., \"action_input\": {...}}.", perr)))
-			reply, err = a.ask(tctx, retry, forced, specs)
+			reply, err = a.ask(tctx, retry, prompt, forced, specs)
 			if err == nil {
 				if reply, perr = a.parse(reply, len(msgs)); perr != nil {
 					return a.fallback(ctx, t, StopParseError, perr), nil
@@ -233,12 +251,12 @@ func (a *agent) decide(ctx context.Context, msgs []llm.Message, t turn, deadline
 // ask calls the model, streaming unless NoStream, offering it specs.
 // forced asks for an answer without tools. The reply has an ID of the
 // agent's own, given before it streams (StreamReply).
-func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool, specs []llm.ToolSpec) (llm.Message, error) {
+func (a *agent) ask(ctx context.Context, msgs []llm.Message, prompt string, forced bool, specs []llm.ToolSpec) (llm.Message, error) {
 	var conv []llm.Message
 	model := a.model
 	switch a.opts.Mode {
 	case JSONFormat:
-		if p := a.jsonPrompt(specs); p != "" {
+		if p := jsonPrompt(prompt, specs); p != "" {
 			conv = append(conv, llm.System(p))
 		}
 		conv = append(conv, asJSONConversation(msgs)...)
@@ -247,11 +265,11 @@ func (a *agent) ask(ctx context.Context, msgs []llm.Message, forced bool, specs 
 		}
 	default:
 		conv = msgs
-		if a.opts.SystemPrompt != "" || forced {
+		if prompt != "" || forced {
 			// Copy only when something is added: the history is long.
 			conv = make([]llm.Message, 0, len(msgs)+2)
-			if a.opts.SystemPrompt != "" {
-				conv = append(conv, llm.System(a.opts.SystemPrompt))
+			if prompt != "" {
+				conv = append(conv, llm.System(prompt))
 			}
 			conv = append(conv, msgs...)
 		}
@@ -305,10 +323,10 @@ const jsonFormat = `Reply with exactly one JSON object and nothing else:
 {"thought": "your reasoning about what to do next", "action": "a tool name, or FINISH", "action_input": {the tool's arguments, or for FINISH {"answer": "your answer to the user"}}}
 Call one tool at a time. Use FINISH when you can answer, or when you are unsure and need to ask the user.`
 
-func (a *agent) jsonPrompt(specs []llm.ToolSpec) string {
+func jsonPrompt(prompt string, specs []llm.ToolSpec) string {
 	var b strings.Builder
-	if a.opts.SystemPrompt != "" {
-		b.WriteString(a.opts.SystemPrompt)
+	if prompt != "" {
+		b.WriteString(prompt)
 		b.WriteString("\n\n")
 	}
 	b.WriteString("## Tools\n")

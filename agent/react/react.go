@@ -22,6 +22,7 @@
 package react
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -343,20 +344,43 @@ type AddOptions struct {
 	// itself when it first runs in a turn.
 	TurnStart func(s graph.State) (time.Time, bool)
 	// OnFallback is the node the agent goes to after it ends a turn with
-	// a fallback answer (MetaFallback), to report the failure; empty ends
-	// the run there, as after an answer.
+	// a fallback answer (MetaFallback), to report the failure; empty goes
+	// where an answer goes (Then).
 	OnFallback string
+	// Then is the node the agent goes to when the model has answered
+	// (the turn's loop is over); empty ends the run there.
+	Then string
+	// AgentNode and ToolsNode name the agent's two nodes in the host
+	// graph (default the constants AgentNode and ToolsNode), for a graph
+	// whose design names them (document 004's recommend_tool_node and
+	// tool_executor).
+	AgentNode, ToolsNode string
+	// Prompt, if set, makes the system prompt of each model call from the
+	// host graph's state, in place of Options.SystemPrompt: for a prompt
+	// that carries what the host keeps in channels of its own (a plan the
+	// user approved, say). Its error fails the agent node.
+	Prompt func(ctx context.Context, s graph.State) (string, error)
+	// Also, if set, returns writes to the host's channels that go with
+	// each message the agent node writes (document 004's tool_result,
+	// which mirrors the reply's tool calls). It sees the state the node
+	// ran on and the message. Its error fails the agent node.
+	Also func(ctx context.Context, s graph.State, reply llm.Message) (graph.Update, error)
 }
 
 // AddTo adds the agent's nodes to b: AgentNode, ToolsNode and the tools'
 // post-processing nodes, with the edges between them. AgentNode goes to
 // ToolsNode while the model calls tools, and to END when the turn is over
-// (to opts.OnFallback after a fallback answer). The edges into AgentNode
-// are the caller's; b must declare Channels(). opts may be nil.
+// (to opts.Then after an answer, to opts.OnFallback after a fallback
+// answer). The edges into AgentNode are the caller's; b must declare
+// Channels(). opts may be nil.
 func (a *Agent) AddTo(b *graph.Builder, opts *AddOptions) error {
 	var ao AddOptions
 	if opts != nil {
 		ao = *opts
+	}
+	agentNode, toolsNode := cmp.Or(ao.AgentNode, AgentNode), cmp.Or(ao.ToolsNode, ToolsNode)
+	if agentNode == toolsNode {
+		return fmt.Errorf("%w: the agent node and the tools node are both named %q", ErrInvalidOptions, agentNode)
 	}
 	o := a.a.opts
 	start := func(s graph.State) (time.Time, bool) {
@@ -367,24 +391,28 @@ func (a *Agent) AddTo(b *graph.Builder, opts *AddOptions) error {
 		}
 		return ownStart(s)
 	}
-	paths := map[string]string{ToolsNode: ToolsNode, graph.END: graph.END}
-	next := shouldContinue
+	done := cmp.Or(ao.Then, graph.END)
+	paths := map[string]string{toolsNode: toolsNode, done: done}
 	if ao.OnFallback != "" {
 		paths[ao.OnFallback] = ao.OnFallback
-		next = func(ctx context.Context, s graph.State) (graph.Route, error) {
-			r, err := shouldContinue(ctx, s)
-			msgs := Messages.Get(s)
-			if n := len(msgs); err == nil && n > 0 && msgs[n-1].Type == llm.TypeAI && msgs[n-1].ResponseMetadata[MetaFallback] == true {
-				return graph.To(ao.OnFallback), nil
-			}
-			return r, err
-		}
 	}
-	b.AddNode(AgentNode, a.a.node(ao.TurnStart), nil).
-		AddConditionalEdges(AgentNode, next, &graph.BranchOptions{PathMap: paths})
+	next := func(_ context.Context, s graph.State) (graph.Route, error) {
+		msgs := Messages.Get(s)
+		n := len(msgs)
+		switch {
+		case n == 0 || msgs[n-1].Type != llm.TypeAI:
+		case len(msgs[n-1].ToolCalls)+len(msgs[n-1].InvalidToolCalls) > 0:
+			return graph.To(toolsNode), nil
+		case ao.OnFallback != "" && msgs[n-1].ResponseMetadata[MetaFallback] == true:
+			return graph.To(ao.OnFallback), nil
+		}
+		return graph.To(done), nil
+	}
+	b.AddNode(agentNode, a.a.node(ao), nil).
+		AddConditionalEdges(agentNode, next, &graph.BranchOptions{PathMap: paths})
 	return tool.Wire(b, a.a.tools, Messages, tool.WireOptions{
-		Tools: ToolsNode,
-		Agent: AgentNode,
+		Tools: toolsNode,
+		Agent: agentNode,
 		Node: tool.NodeOptions{
 			Timeout: o.ToolTimeout,
 			Cache:   !o.NoCache,
@@ -404,14 +432,6 @@ func (a *Agent) Compile() (*graph.Graph, error) {
 		return nil, err
 	}
 	return b.Compile(&graph.CompileOptions{Checkpointer: a.a.opts.Checkpointer, Name: a.a.opts.Name})
-}
-
-func shouldContinue(_ context.Context, s graph.State) (graph.Route, error) {
-	msgs := Messages.Get(s)
-	if n := len(msgs); n > 0 && msgs[n-1].Type == llm.TypeAI && len(msgs[n-1].ToolCalls)+len(msgs[n-1].InvalidToolCalls) > 0 {
-		return graph.To(ToolsNode), nil
-	}
-	return graph.To(graph.END), nil
 }
 
 // DefaultFallback answers with the reason and the observations gathered.

@@ -534,3 +534,100 @@ func TestAddTo(t *testing.T) {
 		})
 	}
 }
+
+// A host graph names the agent's nodes, gives each model call a system
+// prompt made from its own state, records what goes with each reply, and
+// goes on to a node of its own after the answer. Its nodes may write
+// messages before the loop starts: the turn's budget counts from the
+// loop's first step, not from a start an earlier turn recorded.
+func TestAddToHosted(t *testing.T) {
+	plan := graph.Value[[]string]("plan")
+	calls := graph.Value[[]string]("calls")
+	model := scripted.New(
+		llm.AI("", call("search_jobs", `{"keyword":"UX"}`)),
+		llm.AI("Done."),
+	)
+	var searches atomic.Int32
+	a, err := react.NewAgent(model, tools(t, &searches), react.Options{Timeout: time.Minute, SystemPrompt: "unused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver := checkpoint.NewMemory()
+	b := graph.New(append(a.Channels(), plan, calls)...).
+		AddNode("planner", func(context.Context, graph.State) (graph.Update, error) {
+			return plan.Write([]string{"find jobs"}).And(react.Messages.Write(llm.AI("The plan: find jobs."))), nil
+		}, nil).
+		AddNode("writer", func(context.Context, graph.State) (graph.Update, error) { return graph.Update{}, nil }, nil).
+		AddEdge(graph.START, "planner").
+		AddEdge("planner", "recommend").
+		AddEdge("writer", graph.END)
+	err = a.AddTo(b, &react.AddOptions{
+		AgentNode: "recommend",
+		ToolsNode: "executor",
+		Then:      "writer",
+		Prompt: func(_ context.Context, s graph.State) (string, error) {
+			return "Carry out: " + strings.Join(plan.Get(s), "; "), nil
+		},
+		Also: func(_ context.Context, _ graph.State, reply llm.Message) (graph.Update, error) {
+			var names []string
+			for _, c := range reply.ToolCalls {
+				names = append(names, c.Name)
+			}
+			return calls.Write(names), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.Compile(&graph.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An earlier turn of the thread recorded its start an hour ago.
+	var started graph.Writer[time.Time]
+	for _, ch := range a.Channels() {
+		if w, ok := ch.(graph.Writer[time.Time]); ok && ch.Name() == "react_started_at" {
+			started = w
+		}
+	}
+	if started == nil {
+		t.Fatal("the agent declares no react_started_at channel")
+	}
+	if _, err := g.BulkUpdateState(t.Context(), checkpoint.Config{ThreadID: "t"}, [][]graph.StateUpdate{{{
+		Update: react.Messages.Write(llm.Human("earlier"), llm.AI("earlier answer")).And(started.Write(time.Now().Add(-time.Hour))),
+		AsNode: "writer",
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	for ev, err := range g.Stream(t.Context(), react.Messages.Write(llm.Human("find me a job")), &graph.RunOptions{ThreadID: "t"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := ev.Update(); ok {
+			ran = append(ran, u.Node)
+		}
+	}
+	if diff := cmp.Diff([]string{"planner", "recommend", "executor", "recommend", "writer"}, ran); diff != "" {
+		t.Errorf("nodes run (-want +got):\n%s", diff)
+	}
+	snap, err := g.GetState(t.Context(), checkpoint.Config{ThreadID: "t"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := react.OutcomeOf(react.Messages.Get(snap.Values)); out.Stop != react.StopAnswer || out.Answer != "Done." {
+		t.Errorf("outcome = %+v, want the model's answer", out)
+	}
+	if got, ok := calls.Lookup(snap.Values); !ok || len(got) != 0 {
+		t.Errorf("calls after the answer = %#v (written: %v), want an empty write", got, ok)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model calls = %d, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		if got := r.Messages[0]; got.Type != llm.TypeSystem || got.Text() != "Carry out: find jobs" {
+			t.Errorf("system prompt = %q, want the one made from the host's state", got.Text())
+		}
+	}
+}
