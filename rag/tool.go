@@ -95,14 +95,20 @@ func (ix *Index) Tool(opts ToolOptions) *tool.Tool {
 		}
 		out := Retrieved{Query: in.Query, Passages: make([]Passage, len(hits))}
 		for i, h := range hits {
-			c := h.Chunk
-			out.Passages[i] = Passage{
-				ID: c.ID, DocID: c.DocID, Title: c.Title, Text: c.Text, Citation: c.Citation(),
-				Source: c.Source, Page: c.Page, Headings: c.Headings, URL: c.URL,
-				Language: c.Language, Score: h.Score,
-			}
+			out.Passages[i] = h.Passage()
 		}
 		tool.SetMeta(ctx, "hits", len(hits))
 		return out, nil
 	}, topts)
+}
+
+// Passage is the hit as retrieve_docs returns it: the chunk's text and
+// metadata, its citation and the hit's score.
+func (h Hit) Passage() Passage {
+	c := h.Chunk
+	return Passage{
+		ID: c.ID, DocID: c.DocID, Title: c.Title, Text: c.Text, Citation: c.Citation(),
+		Source: c.Source, Page: c.Page, Headings: c.Headings, URL: c.URL,
+		Language: c.Language, Score: h.Score,
+	}
 }
