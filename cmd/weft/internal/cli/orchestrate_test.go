@@ -165,7 +165,7 @@ func TestRunMarketingErrors(t *testing.T) {
 		}
 	}
 	_, _, err := execute(t, "run", "--agent", "career", "--approve", "auto", "--model", "scripted:../../../../examples/career/demo.yaml", "x")
-	if err == nil || !strings.Contains(err.Error(), "--approve is for the orchestrator agents (marketing), not career") {
+	if err == nil || !strings.Contains(err.Error(), "--approve is for the agents that stop for approval (guide, marketing), not career") {
 		t.Errorf("--approve with career: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
+	guideagent "github.com/weftlabs/weft/examples/guide/agent"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/providers"
@@ -53,7 +54,7 @@ func toolMode(v, from string) (react.Mode, error) {
 }
 
 func newRunCmd() *cobra.Command {
-	var agentName, modelName, threadID, newThread, dsn, tools, mcpConfig string
+	var agentName, modelName, threadID, newThread, dsn, tools, mcpConfig, user string
 	var approve, configPath, resultsDir string
 	cmd := &cobra.Command{
 		Use:   "run --agent NAME [--model PROVIDER:MODEL] [--tools native|json] [--thread ID | --new-thread ID] QUESTION|-",
@@ -89,14 +90,20 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			if e.Orchestrate == nil {
-				for _, f := range []string{"approve", "config", "results"} {
+				for _, f := range []string{"config", "results"} {
 					if cmd.Flags().Changed(f) {
 						return fmt.Errorf("--%s is for the orchestrator agents (%s), not %s", f, strings.Join(orchestratorAgents(), ", "), e.Name)
 					}
 				}
 			}
+			if e.Orchestrate == nil && !e.Reviews && cmd.Flags().Changed("approve") {
+				return fmt.Errorf("--approve is for the agents that stop for approval (%s), not %s", strings.Join(approvingAgents(), ", "), e.Name)
+			}
+			if cmd.Flags().Changed("user") && !e.Reviews {
+				return fmt.Errorf("--user names whose long-term memories an agent keeps; %s keeps none", e.Name)
+			}
 			var question string
-			if e.Orchestrate != nil {
+			if e.Orchestrate != nil || e.Reviews {
 				// Standard input carries the answers at the approval
 				// points: the request is the arguments only, and --thread
 				// without one answers the approval a saved run waits for.
@@ -132,6 +139,15 @@ func newRunCmd() *cobra.Command {
 				}
 				return runOrchestrated(cmd.Context(), e, orchestrateConfig{runConfig: rc, approve: approve, configPath: configPath, resultsDir: resultsDir, stdin: cmd.InOrStdin()})
 			}
+			if e.Reviews {
+				if !cmd.Flags().Changed("user") {
+					user = cmp.Or(os.Getenv(userEnv), guideagent.DefaultUser)
+				}
+				if strings.TrimSpace(user) == "" {
+					return errors.New("--user is empty: name whose memories to use, e.g. --user jimin")
+				}
+				return runReviewed(cmd.Context(), e, reviewConfig{runConfig: rc, user: user, approve: approve, stdin: cmd.InOrStdin()})
+			}
 			return run(cmd.Context(), rc)
 		},
 	}
@@ -143,11 +159,24 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&newThread, "new-thread", "", "start a new conversation under this id")
 	cmd.MarkFlagsMutuallyExclusive("thread", "new-thread")
 	addDBFlag(cmd, &dsn, "database for conversations")
-	f.StringVar(&approve, "approve", approveAsk, "orchestrator agents: "+approveAsk+" (ask at each approval point; answers may be piped), "+approveAuto+" (answer each at once: accept, proceed, skip a failed todo) or "+approveNone+" (no approval points)")
+	f.StringVar(&approve, "approve", approveAsk, "orchestrator agents and guide: "+approveAsk+" (ask at each approval point; answers may be piped), "+approveAuto+" (answer each at once: accept, proceed, skip a failed todo) or "+approveNone+" (no approval points)")
 	f.StringVar(&configPath, "config", "", "orchestrator agents: a YAML configuration replacing the agent's own (approvals, models per layer, tools, prompts)")
 	f.StringVar(&resultsDir, "results", "", "orchestrator agents: where step results, plans, charts and reports are saved (default "+resultsDirName+" beside the database)")
 	addMCPFlag(cmd, &mcpConfig)
+	f.StringVar(&user, "user", "", "guide: whose long-term memories (preferences) to read and write (default $"+userEnv+", else "+guideagent.DefaultUser+")")
 	return cmd
+}
+
+// approvingAgents names the examples that stop for approval: the
+// orchestrator agents and those that review a plan.
+func approvingAgents() []string {
+	var names []string
+	for _, e := range examples.All() {
+		if e.Orchestrate != nil || e.Reviews {
+			names = append(names, e.Name)
+		}
+	}
+	return names
 }
 
 // orchestratorAgents names the examples that run as orchestrator agents.

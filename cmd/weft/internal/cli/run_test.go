@@ -281,9 +281,9 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"no model", []string{"run", "--agent", "career", "hi"},
 			"no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:examples/career/demo.yaml (offline), or set WEFT_MODEL"},
-		{"unknown agent", []string{"run", "--agent", "nope", "hi"}, `unknown agent "nope"; known agents: career, marketing, travel`},
-		{"not an agent", []string{"run", "--agent", "approval", "hi"}, `unknown agent "approval"; known agents: career, marketing, travel`},
-		{"no agent", []string{"run", "hi"}, "no agent: pass --agent with one of: career, marketing, travel"},
+		{"unknown agent", []string{"run", "--agent", "nope", "hi"}, `unknown agent "nope"; known agents: career, guide, marketing, travel`},
+		{"not an agent", []string{"run", "--agent", "approval", "hi"}, `unknown agent "approval"; known agents: career, guide, marketing, travel`},
+		{"no agent", []string{"run", "hi"}, "no agent: pass --agent with one of: career, guide, marketing, travel"},
 		{"no question", []string{"run", "--agent", "career"}, "run takes the question to ask"},
 		{"bad tools", []string{"run", "--agent", "career", "--tools", "xml", "hi"},
 			`--tools "xml": want native (the model's tool calling) or json (a JSON reply format, for models without tool calling)`},

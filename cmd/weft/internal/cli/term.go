@@ -202,3 +202,25 @@ func colorLines(s string) string {
 	}
 	return strings.Join(lines, "")
 }
+
+// promptTo returns the writer for a question put to the user on info:
+// while the question waits for an answer the spinner stays off, so it
+// never draws over the question (it shows again after the next whole
+// progress line).
+func promptTo(info io.Writer) io.Writer {
+	if iw, ok := info.(*infoWriter); ok {
+		return &promptWriter{iw.s}
+	}
+	return info
+}
+
+type promptWriter struct{ s *statusLine }
+
+func (p *promptWriter) Write(b []byte) (int, error) {
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clear()
+	s.active = false
+	return s.w.Write(b)
+}

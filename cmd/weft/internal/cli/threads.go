@@ -447,6 +447,11 @@ func (t *threadsDB) continueCmd(v threadView) string {
 			// The run waits at an approval point: --thread alone answers it.
 			return fmt.Sprintf("weft run --agent %s --thread %s%s", v.Graph, shellQuote(v.ThreadID), t.dbArg)
 		}
+		if ng.example.Reviews && len(v.Next) > 0 && v.Error == "" {
+			// Paused for the review of its plan (or in its tool loop):
+			// --thread alone answers it, or runs it on.
+			return fmt.Sprintf("weft run --agent %s --thread %s%s", v.Graph, shellQuote(v.ThreadID), t.dbArg)
+		}
 		if ng.example.Open != nil || ng.example.Orchestrate != nil {
 			return fmt.Sprintf("weft run --agent %s --thread %s%s \"...\"", v.Graph, shellQuote(v.ThreadID), t.dbArg)
 		}

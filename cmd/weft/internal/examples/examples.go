@@ -6,16 +6,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/embed"
 	"github.com/weftlabs/weft/examples/approval/planner"
 	careeragent "github.com/weftlabs/weft/examples/career/agent"
 	careerservice "github.com/weftlabs/weft/examples/career/service"
+	guideagent "github.com/weftlabs/weft/examples/guide/agent"
+	guideservice "github.com/weftlabs/weft/examples/guide/service"
 	marketingagent "github.com/weftlabs/weft/examples/marketing/agent"
 	marketingservice "github.com/weftlabs/weft/examples/marketing/service"
 	travelagent "github.com/weftlabs/weft/examples/travel/agent"
@@ -23,6 +28,9 @@ import (
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
+	"github.com/weftlabs/weft/memory"
+	"github.com/weftlabs/weft/store"
+	storesqlite "github.com/weftlabs/weft/store/sqlite"
 	"github.com/weftlabs/weft/tool"
 )
 
@@ -46,6 +54,10 @@ type Example struct {
 	// DemoJSON is the script that runs the agent offline in
 	// react.JSONFormat, relative to the module root.
 	DemoJSON string
+	// Reviews is true for an agent whose graph stops for the user to
+	// review a plan (its Agent has a Review): weft run then reads the
+	// answers from standard input.
+	Reviews bool
 	// Orchestrate starts the example as an orchestrator agent (document
 	// 003's layers, with approval points) over model; nil for the others.
 	Orchestrate func(ctx context.Context, model llm.ChatModel, opts OrchestrateOptions) (*OrchestratorAgent, error)
@@ -93,6 +105,10 @@ type OpenOptions struct {
 	// added to it, beside the tools it holds (MCP servers' tools, kept
 	// current by tool/mcp while the agent runs).
 	Tools *tool.Registry
+	// OnMemory, if set, is told what an agent with long-term memory
+	// (guide) learned about a user in the background after a turn: the
+	// memories it saved, or why it could not.
+	OnMemory func(user string, saved []string, err error)
 }
 
 // Agent is an example agent opened for chat.
@@ -103,10 +119,36 @@ type Agent struct {
 	// for weft run and weft serve alike, and it reads the threads it
 	// wrote.
 	Graph *graph.Graph
-	// Router built Graph; it counts its decisions (Stats).
+	// Router built Graph; it counts its decisions (Stats). Nil for an
+	// agent without agent/router's route node (guide).
 	Router *router.Router
-	// Close releases the agent's services.
+	// Review, for an agent whose graph stops for the user to review a
+	// plan (guide), says how to read the plan and answer it; nil for
+	// the others.
+	Review *Review
+	// Close releases the agent's services; for guide it first waits for
+	// the background reflection to write what it learned.
 	Close func() error
+}
+
+// Review is how an agent's graph asks the user to review a plan: it stops
+// at a breakpoint before the plan runs, and takes the user's answer as an
+// update made with UpdateState as AsNode, or approval (running on with the
+// zero update and no breakpoint).
+type Review struct {
+	// Pending returns the plan a thread's latest state waits for the user
+	// to review, and whether it waits. A thread stopped at the breakpoint
+	// for another reason (the graph's loop came back to the node) does
+	// not wait: it is run on.
+	Pending func(graph.StateSnapshot) ([]string, bool)
+	// AsNode is the node the answers are written as.
+	AsNode string
+	// Edit replaces the plan with the user's sub-tasks; Feedback has the
+	// plan made again from the user's words (the graph stops again to
+	// show it); Reject drops it.
+	Edit     func(subTasks []string) graph.Update
+	Feedback func(text string) graph.Update
+	Reject   func(reason string) graph.Update
 }
 
 // ErrUnknown means no example has the name asked for.
@@ -128,6 +170,15 @@ func All() []Example {
 			Open:     openCareer,
 			Demo:     "examples/career/demo.yaml",
 			DemoJSON: "examples/career/demo-json.yaml",
+		},
+		{
+			Name:     "guide",
+			Summary:  "the workflow guide of document 004: routes, plans and stops for approval, recommends a tool per sub-task from a knowledge base with long-term memory, writes a cited guide and learns preferences (examples/guide)",
+			Build:    func(s *checkpoint.Saver) (*graph.Graph, error) { return buildGraph(openGuide, s) },
+			Open:     openGuide,
+			Demo:     "examples/guide/demo.yaml",
+			DemoJSON: "examples/guide/demo-json.yaml",
+			Reviews:  true,
 		},
 		{
 			Name:        "marketing",
@@ -194,6 +245,68 @@ func openTravel(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Ag
 		return nil, err
 	}
 	return &Agent{Graph: a.Graph, Router: a.Router, Close: svc.Close}, nil
+}
+
+// guideMemoryTimeout bounds how long closing the guide waits for its
+// background reflection: the answer is out by then, and what is not
+// learned in time is kept for memory.Reflector.Replay.
+const guideMemoryTimeout = 2 * time.Minute
+
+// searxngEnv names the SearXNG instance the guide's web_search tool uses;
+// unset, the guide has no web search.
+const searxngEnv = "WEFT_SEARXNG_URL"
+
+func openGuide(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Agent, error) {
+	// The users' memories live beside the conversations, as the other
+	// examples' service data does; in memory when there is no directory.
+	var mem *store.Store
+	cfg := store.Config{Index: &store.IndexConfig{Embedder: embed.NewLexical(0)}}
+	var err error
+	if opts.DataDir == "" {
+		mem, err = store.NewMemory(cfg)
+	} else {
+		mem, err = storesqlite.Open(ctx, serviceDB(opts.DataDir, "guide"), cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("guide memory: %w", err)
+	}
+	gopts := guideagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode, Memory: mem}
+	if u := os.Getenv(searxngEnv); u != "" {
+		gopts.WebSearch = guideservice.SearXNG{URL: u}
+	}
+	var a *guideagent.Agent
+	if opts.OnMemory != nil {
+		gopts.OnReflect = func(user string, r memory.Result, err error) {
+			var saved []string
+			for _, id := range append(r.Inserted, r.Updated...) {
+				if m, gerr := a.Facts.Get(context.WithoutCancel(ctx), user, id); gerr == nil {
+					saved = append(saved, m.Content.Text())
+				}
+			}
+			opts.OnMemory(user, saved, err)
+		}
+	}
+	if a, err = guideagent.New(ctx, model, gopts); err != nil {
+		mem.Close()
+		return nil, err
+	}
+	return &Agent{
+		Graph: a.Graph,
+		Review: &Review{
+			Pending: func(snap graph.StateSnapshot) ([]string, bool) {
+				return guideagent.SubTasks.Get(snap.Values), guideagent.AwaitingApproval(snap)
+			},
+			AsNode:   guideagent.PlanningNode,
+			Edit:     guideagent.EditPlan,
+			Feedback: guideagent.Feedback,
+			Reject:   guideagent.Reject,
+		},
+		Close: func() error {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guideMemoryTimeout)
+			defer cancel()
+			return errors.Join(a.Close(cctx), mem.Close())
+		},
+	}, nil
 }
 
 func openMarketing(ctx context.Context, model llm.ChatModel, opts OrchestrateOptions) (*OrchestratorAgent, error) {
