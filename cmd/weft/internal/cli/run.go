@@ -76,14 +76,19 @@ func newRunCmd() *cobra.Command {
 			"--new-thread ID starts one under an id of your choice. weft threads lists, shows and deletes them.\n" +
 			"Ctrl-C stops the run (exit status 130) and prints how to continue its thread.\n\n" +
 			"--mcp-config FILE gives the agent the tools of the MCP servers in FILE (JSON or YAML, Claude\n" +
-			"Desktop's mcpServers shape) besides its own, named SERVER__TOOL; see weft mcp --help.",
+			"Desktop's mcpServers shape) besides its own, named SERVER__TOOL; see weft mcp --help.\n\n" +
+			"The guide agent (document 004) plans a task and stops for you to approve, edit or reject the\n" +
+			"plan before any tool runs: the answers come from standard input, typed or piped (the question\n" +
+			"is then the arguments only), and --thread ID without a question answers the plan a saved run\n" +
+			"waits for. --user names whose long-term memories (preferences) it reads and writes.",
 		Example: "  weft run --agent career --model scripted:examples/career/demo.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent career --tools json --model scripted:examples/career/demo-json.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent travel --model openai:gpt-4o-mini \"제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요\"\n" +
 			"  weft run --agent career --thread 3f2a... \"그 멘토링 예약해 주세요. 제 아이디는 user-1이에요\"\n" +
 			"  weft run --agent career --new-thread jimin \"UX 디자이너가 되고 싶어요\"\n" +
 			"  weft run --agent travel --model openai:gpt-4o-mini - < question.txt\n" +
-			"  weft run --agent career --model openai:gpt-4o-mini --mcp-config mcp.json \"...\"",
+			"  weft run --agent career --model openai:gpt-4o-mini --mcp-config mcp.json \"...\"\n" +
+			"  echo approve | weft run --agent guide --user jimin --model scripted:examples/guide/demo.yaml \"유튜브 쇼츠를 만들고 싶어요\"",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := lookupAgent(agentName)
 			if err != nil {
