@@ -226,9 +226,13 @@ func New(ctx context.Context, model llm.ChatModel, opts Options) (a *Agent, err 
 		MaxSteps:    opts.MaxSteps,
 		Timeout:     opts.Timeout,
 		ToolTimeout: opts.ToolTimeout,
-		Mode:        opts.Mode,
-		Retrieval:   retrieval,
-		Name:        opts.Name,
+		// A plan of several sub-tasks makes many calls: a second round
+		// with a failed call (a zone misspelt, an expression to correct)
+		// should not end the loop.
+		MaxToolErrors: 3,
+		Mode:          opts.Mode,
+		Retrieval:     retrieval,
+		Name:          opts.Name,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("guide: the tool loop: %w", err)

@@ -406,12 +406,16 @@ func TestReflectionRemembersPreferences(t *testing.T) {
 	e := newEnv(t, model, scripted.New(remember, nothingToRemember), agent.Options{})
 
 	e.mustRun(agent.Input("저는 유료 도구는 안 써요. 무료로 쇼츠 만드는 법 알려 주세요"), "t1", "jimin")
+	// The run returned before the reflection ran; wait for it.
+	if err := e.a.Reflector.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case r := <-e.results:
 		if len(r.Inserted) != 1 {
 			t.Fatalf("reflection = %+v, want one memory inserted", r)
 		}
-	case <-time.After(30 * time.Second):
+	default:
 		t.Fatal("no reflection after the run")
 	}
 	mems, err := e.a.Facts.Search(t.Context(), "jimin", "무료 도구", 5)
