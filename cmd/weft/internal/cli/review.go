@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
@@ -77,16 +78,22 @@ func runReviewed(ctx context.Context, e examples.Example, c reviewConfig) (err e
 	if db.Backend == "sqlite" {
 		dataDir = filepath.Dir(db.Target)
 	}
+	// The reflection reports from its own goroutine while the run may
+	// still print: its lines are kept, and told once it is done.
+	var memMu sync.Mutex
+	var memNotes []string
 	a, err := e.Open(ctx, model, examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode,
 		OnMemory: func(user string, saved []string, err error) {
+			memMu.Lock()
+			defer memMu.Unlock()
 			switch {
 			case err != nil:
-				fmt.Fprintf(c.info, "· could not update %s's memory: %v\n", user, err)
+				memNotes = append(memNotes, fmt.Sprintf("· could not update %s's memory: %v", user, err))
 			case len(saved) == 0:
-				fmt.Fprintf(c.info, "· nothing new to remember about %s\n", user)
+				memNotes = append(memNotes, fmt.Sprintf("· nothing new to remember about %s", user))
 			}
 			for _, s := range saved {
-				fmt.Fprintf(c.info, "· remembered about %s: %s\n", user, s)
+				memNotes = append(memNotes, fmt.Sprintf("· remembered about %s: %s", user, s))
 			}
 		}})
 	if err != nil {
@@ -94,7 +101,13 @@ func runReviewed(ctx context.Context, e examples.Example, c reviewConfig) (err e
 	}
 	// Closing waits for the background reflection: after the answer.
 	defer func() {
-		if cerr := a.Close(); cerr != nil && err == nil {
+		cerr := a.Close()
+		memMu.Lock()
+		for _, n := range memNotes {
+			fmt.Fprintln(c.info, n)
+		}
+		memMu.Unlock()
+		if cerr != nil && err == nil {
 			err = fmt.Errorf("agent %s: %w", e.Name, cerr)
 		}
 	}()
