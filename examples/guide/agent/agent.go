@@ -359,7 +359,7 @@ func newPicker(ctx context.Context, reg *tool.Registry, core []string) (*picker,
 // followed, and an unchanged registry costs a hash per tool.
 func (p *picker) RetrieveTools(ctx context.Context, user, query string, k int) ([]string, error) {
 	var others []llm.ToolSpec
-	for _, s := range p.reg.Specs() {
+	for _, s := range p.reg.View(ctx).Specs() {
 		if !slices.Contains(p.core, s.Name) {
 			others = append(others, s)
 		}

@@ -5,20 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
-	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	guideagent "github.com/weftlabs/weft/examples/guide/agent"
 	guideservice "github.com/weftlabs/weft/examples/guide/service"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
-	"github.com/weftlabs/weft/llm/providers"
 	"github.com/weftlabs/weft/memory"
 	"github.com/weftlabs/weft/rag"
 	"github.com/weftlabs/weft/tool"
@@ -54,48 +50,40 @@ func runReviewed(ctx context.Context, e examples.Example, c reviewConfig) (err e
 		return fmt.Errorf("%w: give a question, or --thread ID alone to answer the plan a saved run waits for; e.g. weft run --agent %s %q",
 			errNoPrompt, e.Name, "유튜브 쇼츠를 처음 만들어 보려고 해요. 어떤 순서로 하면 될까요?")
 	}
-	name := c.model
-	if name == "" {
-		name = os.Getenv(modelEnv)
-	}
-	if name == "" {
-		demo := e.Demo
-		if c.mode == react.JSONFormat && e.DemoJSON != "" {
-			demo = e.DemoJSON
-		}
-		return fmt.Errorf("no model: pass --model openai:gpt-4o-mini (needs OPENAI_API_KEY), --model anthropic:claude-sonnet-4-5 (needs ANTHROPIC_API_KEY), --model ollama:qwen2.5:7b (a local Ollama, OLLAMA_HOST) or --model scripted:%s (offline), or set %s", demo, modelEnv)
-	}
-	model, err := providers.Open(ctx, name)
-	if err != nil {
-		return err
-	}
-	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
+	model, db, dataDir, err := openRun(ctx, e, c.runConfig, "")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	dataDir := "."
-	if db.Backend == "sqlite" {
-		dataDir = filepath.Dir(db.Target)
+	open := examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode}
+	if c.mcpConfig != "" {
+		// The MCP tools go into the registry the agent adds its own to,
+		// and follow the servers and the file while the command lasts.
+		open.Tools, _ = tool.NewRegistry()
+		m, err := startMCP(ctx, c.mcpConfig, open.Tools, c.info, true)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
 	}
 	// The reflection reports from its own goroutine while the run may
 	// still print: its lines are kept, and told once it is done.
 	var memMu sync.Mutex
 	var memNotes []string
-	a, err := e.Open(ctx, model, examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode,
-		OnMemory: func(user string, saved []string, err error) {
-			memMu.Lock()
-			defer memMu.Unlock()
-			switch {
-			case err != nil:
-				memNotes = append(memNotes, fmt.Sprintf("· could not update %s's memory: %v", user, err))
-			case len(saved) == 0:
-				memNotes = append(memNotes, fmt.Sprintf("· nothing new to remember about %s", user))
-			}
-			for _, s := range saved {
-				memNotes = append(memNotes, fmt.Sprintf("· remembered about %s: %s", user, s))
-			}
-		}})
+	open.OnMemory = func(user string, saved []string, err error) {
+		memMu.Lock()
+		defer memMu.Unlock()
+		switch {
+		case err != nil:
+			memNotes = append(memNotes, fmt.Sprintf("· could not update %s's memory: %v", user, err))
+		case len(saved) == 0:
+			memNotes = append(memNotes, fmt.Sprintf("· nothing new to remember about %s", user))
+		}
+		for _, s := range saved {
+			memNotes = append(memNotes, fmt.Sprintf("· remembered about %s: %s", user, s))
+		}
+	}
+	a, err := e.Open(ctx, model, open)
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", e.Name, err)
 	}
@@ -142,6 +130,12 @@ func runReviewed(ctx context.Context, e examples.Example, c reviewConfig) (err e
 	p := &reviewPrinter{printer: printer{out: c.out, info: c.info, json: c.mode == react.JSONFormat}}
 	run := func(in graph.Update, opts *graph.RunOptions) error {
 		defer p.endLine()
+		ctx := ctx
+		if open.Tools != nil {
+			// A run sees the tools of its start, whatever the MCP servers
+			// do meanwhile.
+			ctx = open.Tools.Pin(ctx)
+		}
 		opts.StreamModes = []graph.StreamMode{graph.StreamMessages, graph.StreamUpdates}
 		opts.Busy = graph.BusyWait
 		opts.OnBusy = func(*checkpoint.BusyError) { fmt.Fprintf(c.info, "thread %s is busy; waiting…\n", thread) }

@@ -223,3 +223,26 @@ func TestRunGuideApproveAuto(t *testing.T) {
 		t.Errorf("--approve sometimes: %v", err)
 	}
 }
+
+// --mcp-config gives the guide's tool loop the MCP servers' tools besides
+// its own.
+func TestRunGuideWithMCPTools(t *testing.T) {
+	runEnv(t)
+	cfg := mcpConfig(t, map[string]string{"t": mcpServer(t)})
+	script := writeScript(t, `
+- tool_calls: [{name: classify_request, args: {is_complex_task: true, reason: "steps"}}]
+- tool_calls: [{name: plan, args: {sub_tasks: ["촬영 날씨 확인", "대본 작성"]}}]
+- tool_calls: [{name: t__weather, args: {city: "제주"}}, {name: retrieve_docs, args: {query: "쇼츠 대본"}}]
+- content: "끝났어요."
+- content: "제주는 맑아요. 대본은 150~180자로 [1]."
+- tool_calls: [{name: memory_operations, args: {operations: []}}]
+`)
+	out, info, err := executeIn(t, "approve\n", "run", "--agent", "guide", "--mcp-config", cfg, "--model", script, "제주에서 쇼츠를 찍으려고 해요")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, info)
+	}
+	inOrder(t, "stderr", info, "· MCP server t: 3 tools\n", "approve\n", `→ t__weather({"city":"제주"})`, "← t__weather: ok {2 fields}\n", "← retrieve_docs: ok ")
+	if !strings.HasPrefix(out, "제주는 맑아요.") {
+		t.Errorf("stdout = %q", out)
+	}
+}

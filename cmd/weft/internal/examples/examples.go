@@ -270,7 +270,7 @@ func openGuide(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Age
 	if err != nil {
 		return nil, fmt.Errorf("guide memory: %w", err)
 	}
-	gopts := guideagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode, Memory: mem}
+	gopts := guideagent.Options{Checkpointer: opts.Saver, Mode: opts.Mode, Memory: mem, Tools: opts.Tools}
 	if u := os.Getenv(searxngEnv); u != "" {
 		gopts.WebSearch = guideservice.SearXNG{URL: u}
 	}
