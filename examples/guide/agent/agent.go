@@ -324,6 +324,7 @@ type reporting struct {
 	on func(user string, r memory.Result, err error)
 }
 
+// Extract implements memory.Extractor.
 func (x reporting) Extract(ctx context.Context, user string, msgs []llm.Message) (memory.Result, error) {
 	r, err := x.m.Extract(ctx, user, msgs)
 	if x.on != nil {
