@@ -763,10 +763,16 @@ func TestConformanceStreamMessages(t *testing.T) {
 		t.Errorf("event order (-want +got):\n%s", diff)
 	}
 	id, _ := chatTask.Load().(string)
+	// The task's triggers, path and namespace are LangGraph's
+	// langgraph_triggers, langgraph_path and langgraph_checkpoint_ns.
+	tag := func(m csMsg) graph.MessageEvent {
+		return graph.MessageEvent{Message: m, Node: "chat", Step: 1, TaskID: id,
+			Triggers: []string{"branch:to:chat"}, Path: []any{"__pregel_pull", "chat"}, Namespace: "chat:" + id}
+	}
 	want := []graph.MessageEvent{
-		{Message: csMsg{ID: "ai-1", Role: "ai", Content: "Hel"}, Node: "chat", Step: 1, TaskID: id},
-		{Message: csMsg{ID: "ai-1", Role: "ai", Content: "lo"}, Node: "chat", Step: 1, TaskID: id},
-		{Message: csMsg{ID: "tool-1", Role: "tool", Content: "42"}, Node: "chat", Step: 1, TaskID: id},
+		tag(csMsg{ID: "ai-1", Role: "ai", Content: "Hel"}),
+		tag(csMsg{ID: "ai-1", Role: "ai", Content: "lo"}),
+		tag(csMsg{ID: "tool-1", Role: "tool", Content: "42"}),
 	}
 	if diff := cmp.Diff(want, csMsgEvents(t, evs)); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)

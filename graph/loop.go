@@ -1091,7 +1091,7 @@ func Interrupt[T any](ctx context.Context, value any) (T, error) {
 	case k < len(tc.resumes):
 		raw = tc.resumes[k]
 	default:
-		id := hashID(t.ns)
+		id := interruptID(t.ns)
 		v, ok := r.resume.take(id)
 		if !ok {
 			tc.interrupts = []Interruption{{ID: id, Value: value}}

@@ -31,7 +31,11 @@ func (g *Graph) Mermaid(opts *MermaidOptions) string {
 	var items []mmItem
 	var edges []mmEdge
 	if g != nil && g.spec != nil {
-		items, edges = mmFlatten(g.spec, "", o.XRay)
+		depth := 0
+		if o.XRay {
+			depth = -1
+		}
+		items, edges = mmFlatten(g.spec, "", depth)
 	}
 	d := &mmDrawing{ids: map[string]string{}, used: map[string]bool{}, rank: map[string]int{}}
 	// START and END keep LangGraph's ids; everything else is allocated
@@ -103,8 +107,9 @@ type mmEdge struct {
 }
 
 // mmFlatten lists a graph's nodes and edges, with node names prefixed by
-// prefix; with xray, subgraph nodes are replaced by their own contents.
-func mmFlatten(b *Builder, prefix string, xray bool) ([]mmItem, []mmEdge) {
+// prefix; subgraph nodes are replaced by their own contents down to depth
+// levels (-1: all, 0: none).
+func mmFlatten(b *Builder, prefix string, depth int) ([]mmItem, []mmEdge) {
 	full := func(n string) string {
 		if n == START || n == END {
 			return n
@@ -151,11 +156,11 @@ func mmFlatten(b *Builder, prefix string, xray bool) ([]mmItem, []mmEdge) {
 	items := make([]mmItem, 0, len(b.order))
 	for _, n := range b.order {
 		spec := b.nodes[n]
-		if !xray || spec.sub == nil || spec.sub.spec == nil {
+		if depth == 0 || spec.sub == nil || spec.sub.spec == nil {
 			items = append(items, mmItem{path: full(n), label: n})
 			continue
 		}
-		inner, innerEdges := mmFlatten(spec.sub.spec, full(n)+":", xray)
+		inner, innerEdges := mmFlatten(spec.sub.spec, full(n)+":", depth-1)
 		items = append(items, mmItem{path: full(n), label: n, sub: inner, box: true})
 		edges = mmSubstitute(edges, full(n), inner, innerEdges)
 	}

@@ -181,6 +181,14 @@ type MessageEvent struct {
 	Node    string `json:"langgraph_node"`
 	Step    int    `json:"langgraph_step"`
 	TaskID  string `json:"task_id"`
+	// Triggers are the channels that made the task run, Path its place in
+	// the step (["__pregel_pull", node], or ["__pregel_push", index] for
+	// a Send) and Namespace its checkpoint namespace ("node:taskid", with
+	// its parents' before it inside a subgraph): LangGraph's
+	// langgraph_triggers, langgraph_path and langgraph_checkpoint_ns.
+	Triggers  []string `json:"langgraph_triggers,omitempty"`
+	Path      []any    `json:"langgraph_path,omitempty"`
+	Namespace string   `json:"langgraph_checkpoint_ns,omitempty"`
 }
 
 // TaskStart is a tasks event sent when a task starts.
@@ -330,7 +338,7 @@ func (r *run) emitWrittenMessages(t *task) {
 					continue
 				}
 			}
-			r.send(Event{Mode: StreamMessages, Namespace: r.path, Data: MessageEvent{Message: m, Node: t.name, Step: r.step, TaskID: t.id}})
+			r.send(Event{Mode: StreamMessages, Namespace: r.path, Data: t.messageEvent(m, r.step)})
 		}
 	}
 }
@@ -385,7 +393,7 @@ func StreamMessage(ctx context.Context, msg any) {
 		tc.streamed[im.MessageID()] = true
 	}
 	tc.mu.Unlock()
-	tc.emit(Event{Mode: StreamMessages, Namespace: tc.r.path, Data: MessageEvent{Message: msg, Node: tc.t.name, Step: tc.step, TaskID: tc.t.id}})
+	tc.emit(Event{Mode: StreamMessages, Namespace: tc.r.path, Data: tc.t.messageEvent(msg, tc.step)})
 }
 
 // StateSnapshot is a graph's state at one checkpoint.
