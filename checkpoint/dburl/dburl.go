@@ -67,6 +67,11 @@ func (db *DB) Migrate(ctx context.Context) error { return db.driver.Migrate(ctx)
 // Close closes the database.
 func (db *DB) Close() error { return db.driver.Close() }
 
+// Driver returns the checkpoint driver: a *sqlite.Driver or a
+// *postgres.Driver, for stores that keep their tables in the same
+// database (the server's threads and runs, the long-term store).
+func (db *DB) Driver() checkpoint.Driver { return db.driver }
+
 // FromEnv opens the database named by $WEFT_DATABASE_URL, or the SQLite
 // file DefaultPath when it is unset. Its errors name the variable.
 func FromEnv(ctx context.Context) (*DB, error) {

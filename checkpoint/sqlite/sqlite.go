@@ -64,6 +64,7 @@ type Stats = sqlstore.Stats
 type Driver struct {
 	*sqlstore.Store
 	db   *sql.DB
+	w    *sqlDB
 	path string
 }
 
@@ -122,8 +123,8 @@ func openOptions(ctx context.Context, path string, opts Options, pragmas []strin
 	// Keep connections open: a new one runs the pragmas again.
 	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(0)
-	d := &Driver{db: db, path: path}
-	d.Store = sqlstore.New(&sqlDB{db: db, path: path, wlock: make(chan struct{}, 1)}, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
+	d := &Driver{db: db, w: &sqlDB{db: db, path: path, wlock: make(chan struct{}, 1)}, path: path}
+	d.Store = sqlstore.New(d.w, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, sqlitefile.ExplainUnwritable(path, err))

@@ -1,0 +1,153 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// OpenSQLite returns a Store over an SQLite database shared with the
+// checkpoint saver: reads go to db, writes through write, which should
+// queue them behind the saver's own writers (checkpoint/sqlite's
+// Driver.WriteTx). It migrates the schema.
+func OpenSQLite(ctx context.Context, db *sql.DB, write func(context.Context, func(*sql.Tx) error) error, opts Options) (*Store, error) {
+	s := newStore(&sqliteDB{db: db, write: write}, SQLite, opts)
+	if err := s.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenMemory returns a Store in a private in-memory SQLite database, for a
+// server that keeps nothing across restarts (tests, demos). Close it to
+// free the memory.
+func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error) {
+	db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(OFF)&_txlock=immediate")
+	if err != nil {
+		return nil, nil, fmt.Errorf("records: opening an in-memory database: %w", err)
+	}
+	// One connection: an in-memory database lives and dies with it.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	write := func(ctx context.Context, fn func(*sql.Tx) error) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
+	s, err := OpenSQLite(ctx, db, write, opts)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return s, db.Close, nil
+}
+
+type sqliteDB struct {
+	db    *sql.DB
+	write func(context.Context, func(*sql.Tx) error) error
+}
+
+func (d *sqliteDB) Write(ctx context.Context, fn func(Tx) error) error {
+	return d.write(ctx, func(tx *sql.Tx) error { return fn(sqlTx{tx}) })
+}
+
+func (d *sqliteDB) Read(ctx context.Context, fn func(Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(sqlTx{tx})
+}
+
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t sqlTx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
+
+// OpenPostgres returns a Store over a PostgreSQL pool (the checkpoint
+// saver's: checkpoint/postgres's Driver.Pool) and migrates the schema.
+func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	s := newStore(pgDB{pool}, Postgres, opts)
+	if err := s.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type pgDB struct{ pool *pgxpool.Pool }
+
+func (d pgDB) Write(ctx context.Context, fn func(Tx) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(pgTx{tx}) })
+}
+
+// Read runs fn on the pool without a transaction: the reads are single
+// statements, or a count and a page that may see different moments, and
+// a transaction would cost two more round trips each time.
+func (d pgDB) Read(ctx context.Context, fn func(Tx) error) error { return fn(pgPool(d)) }
+
+type pgTx struct{ tx pgx.Tx }
+
+func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := t.tx.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (t pgTx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	rows, err := t.tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgRows{rows}, nil
+}
+
+type pgPool struct{ pool *pgxpool.Pool }
+
+func (p pgPool) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := p.pool.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (p pgPool) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	rows, err := p.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgRows{rows}, nil
+}
+
+type pgRows struct{ rows pgx.Rows }
+
+func (r pgRows) Next() bool             { return r.rows.Next() }
+func (r pgRows) Scan(dest ...any) error { return r.rows.Scan(dest...) }
+func (r pgRows) Err() error             { return r.rows.Err() }
+func (r pgRows) Close()                 { r.rows.Close() }

@@ -1,0 +1,556 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/weftlabs/weft/checkpoint/postgres"
+	"github.com/weftlabs/weft/checkpoint/sqlite"
+	"github.com/weftlabs/weft/internal/pgtest"
+)
+
+// backends opens a fresh Store on every backend: an SQLite file shared
+// with a checkpoint driver (as the server opens it), the in-memory
+// database, and PostgreSQL (skipped without a server, except in CI).
+var backends = []struct {
+	name string
+	open func(t *testing.T) *Store
+}{
+	{"sqlite", func(t *testing.T) *Store {
+		ctx := context.Background()
+		d, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "weft.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		s, err := OpenSQLite(ctx, d.DB(), d.WriteTx, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+	{"memory", func(t *testing.T) *Store {
+		s, closeDB, err := OpenMemory(context.Background(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeDB() })
+		return s
+	}},
+	{"postgres", func(t *testing.T) *Store {
+		ctx := context.Background()
+		d, err := postgres.Open(ctx, pgtest.NewDatabase(t, "weft_records_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		s, err := OpenPostgres(ctx, d.Pool(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+}
+
+func eachBackend(t *testing.T, fn func(t *testing.T, s *Store)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := b.open(t)
+			// A clock that moves forward by a millisecond each call, so
+			// that records made one after another order by time.
+			var mu sync.Mutex
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			s.now = func() time.Time {
+				mu.Lock()
+				defer mu.Unlock()
+				now = now.Add(time.Millisecond)
+				return now
+			}
+			fn(t, s)
+		})
+	}
+}
+
+// jsonEq compares two JSON texts by value (PostgreSQL's jsonb reorders
+// keys).
+func jsonEq(t *testing.T, what string, want string, got json.RawMessage) {
+	t.Helper()
+	var w, g any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("%s: want %s: %v", what, want, err)
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: got %s: %v", what, got, err)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+func TestMigrateTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatalf("migrating a current schema again: %v", err)
+		}
+	})
+}
+
+func TestThreads(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		th, err := s.CreateThread(ctx, Thread{ID: "t1", Owner: "alice", Metadata: json.RawMessage(`{"suite":"x","n":1}`)}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if th.Status != ThreadIdle || th.CreatedAt.IsZero() || th.Values != nil {
+			t.Errorf("new thread = %+v", th)
+		}
+		if _, err := s.CreateThread(ctx, Thread{ID: "t1", Owner: "alice"}, false); !errors.Is(err, ErrConflict) {
+			t.Errorf("duplicate create: %v, want ErrConflict", err)
+		}
+		again, err := s.CreateThread(ctx, Thread{ID: "t1", Owner: "alice"}, true)
+		if err != nil || !again.CreatedAt.Equal(th.CreatedAt) {
+			t.Errorf("create with do_nothing: %+v, %v; want the existing thread", again, err)
+		}
+		if _, err := s.CreateThread(ctx, Thread{ID: "t1", Owner: "bob"}, true); !errors.Is(err, ErrConflict) {
+			t.Errorf("another owner's id: %v, want ErrConflict", err)
+		}
+		if _, err := s.GetThread(ctx, "bob", "t1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another owner's thread: %v, want ErrNotFound", err)
+		}
+		got, err := s.GetThread(ctx, "alice", "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonEq(t, "metadata", `{"suite":"x","n":1}`, got.Metadata)
+		jsonEq(t, "config", `{}`, got.Config)
+
+		p, err := s.PatchThread(ctx, "alice", "t1", json.RawMessage(`{"n":2,"extra":"y"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonEq(t, "patched metadata", `{"suite":"x","n":2,"extra":"y"}`, p.Metadata)
+		if !p.UpdatedAt.After(p.CreatedAt) {
+			t.Errorf("patch did not move updated_at: %+v", p)
+		}
+		if _, err := s.PatchThread(ctx, "bob", "t1", json.RawMessage(`{}`)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("patching another owner's thread: %v", err)
+		}
+		if err := s.SetThreadValues(ctx, "t1", ThreadInterrupted, json.RawMessage(`{"a":[1,2]}`), json.RawMessage(`{"task":[]}`)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = s.GetThread(ctx, "alice", "t1")
+		jsonEq(t, "values", `{"a":[1,2]}`, got.Values)
+		jsonEq(t, "interrupts", `{"task":[]}`, got.Interrupts)
+		if got.Status != ThreadInterrupted {
+			t.Errorf("status = %s", got.Status)
+		}
+
+		if err := s.DeleteThread(ctx, "bob", "t1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleting another owner's thread: %v", err)
+		}
+		if err := s.DeleteThread(ctx, "alice", "t1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetThread(ctx, "alice", "t1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleted thread: %v", err)
+		}
+		if err := s.DeleteThread(ctx, "alice", "t1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleting twice: %v", err)
+		}
+	})
+}
+
+func TestSearchThreads(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		mk := func(id, owner, meta string) {
+			t.Helper()
+			if _, err := s.CreateThread(ctx, Thread{ID: id, Owner: owner, Metadata: json.RawMessage(meta)}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mk("a", "u", `{"kind":"x","n":1,"ok":true,"nested":{"k":"v","d":2},"tags":["p","q"]}`)
+		mk("b", "u", `{"kind":"y","n":2}`)
+		mk("c", "u", `{"kind":"x","n":3.5,"ok":false}`)
+		mk("d", "other", `{"kind":"x"}`)
+		if err := s.SetThreadValues(ctx, "c", ThreadError, json.RawMessage(`{"messages":[{"content":"hi"}],"step":4}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		ids := func(ts []Thread) []string {
+			out := []string{}
+			for _, th := range ts {
+				out = append(out, th.ID)
+			}
+			return out
+		}
+		tests := []struct {
+			name  string
+			q     ThreadQuery
+			want  []string
+			total int
+		}{
+			{"all, newest first", ThreadQuery{Owner: "u", Desc: true}, []string{"c", "b", "a"}, 3},
+			{"oldest first", ThreadQuery{Owner: "u"}, []string{"a", "b", "c"}, 3},
+			{"page", ThreadQuery{Owner: "u", Limit: 1, Offset: 1}, []string{"b"}, 3},
+			{"string", ThreadQuery{Owner: "u", Metadata: map[string]any{"kind": "x"}}, []string{"a", "c"}, 2},
+			{"number", ThreadQuery{Owner: "u", Metadata: map[string]any{"n": 3.5}}, []string{"c"}, 1},
+			{"bool", ThreadQuery{Owner: "u", Metadata: map[string]any{"ok": false}}, []string{"c"}, 1},
+			{"nested", ThreadQuery{Owner: "u", Metadata: map[string]any{"nested": map[string]any{"k": "v"}}}, []string{"a"}, 1},
+			{"array", ThreadQuery{Owner: "u", Metadata: map[string]any{"tags": []any{"p", "q"}}}, []string{"a"}, 1},
+			{"missing key", ThreadQuery{Owner: "u", Metadata: map[string]any{"nope": "x"}}, []string{}, 0},
+			{"values", ThreadQuery{Owner: "u", Values: map[string]any{"step": 4.0}}, []string{"c"}, 1},
+			{"status", ThreadQuery{Owner: "u", Status: ThreadError}, []string{"c"}, 1},
+			{"ids", ThreadQuery{Owner: "u", IDs: []string{"a", "b", "d"}}, []string{"a", "b"}, 2},
+			{"by id desc", ThreadQuery{Owner: "u", SortBy: "thread_id", Desc: true}, []string{"c", "b", "a"}, 3},
+			{"other owner", ThreadQuery{Owner: "other"}, []string{"d"}, 1},
+		}
+		for _, tt := range tests {
+			got, total, err := s.SearchThreads(ctx, tt.q)
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+			}
+			if total != tt.total {
+				t.Errorf("%s: total %d, want %d", tt.name, total, tt.total)
+			}
+			n, err := s.CountThreads(ctx, tt.q)
+			if err != nil || n != tt.total {
+				t.Errorf("%s: count %d, %v; want %d", tt.name, n, err, tt.total)
+			}
+		}
+	})
+}
+
+func newRun(id, thread, owner, strategy string) NewRun {
+	return NewRun{
+		Run:               Run{ID: id, ThreadID: thread, Owner: owner, AssistantID: "asst", Metadata: json.RawMessage(`{"kind":"bg"}`), Kwargs: json.RawMessage(`{"input":{"x":1}}`), MultitaskStrategy: strategy, Worker: "w1"},
+		GraphID:           "echo",
+		AssistantMetadata: json.RawMessage(`{"created_by":"system"}`),
+		ThreadConfig:      json.RawMessage(`{"configurable":{"user-agent":"node"}}`),
+	}
+}
+
+func TestRuns(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, _, err := s.CreateRun(ctx, newRun("r0", "t", "u", MultitaskReject)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("run on a missing thread: %v, want ErrNotFound", err)
+		}
+		if _, err := s.CreateThread(ctx, Thread{ID: "t", Owner: "u", Metadata: json.RawMessage(`{"suite":"s"}`)}, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.CreateRun(ctx, newRun("r0", "t", "other", MultitaskReject)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("run on another owner's thread: %v, want ErrNotFound", err)
+		}
+		r1, inflight, err := s.CreateRun(ctx, newRun("r1", "t", "u", MultitaskReject))
+		if err != nil || len(inflight) != 0 {
+			t.Fatalf("first run: %v, inflight %v", err, inflight)
+		}
+		if r1.Status != RunPending || r1.Attempt != 1 {
+			t.Errorf("new run = %+v", r1)
+		}
+		jsonEq(t, "run metadata", `{"created_by":"system","suite":"s","graph_id":"echo","assistant_id":"asst","kind":"bg"}`, r1.Metadata)
+		th, _ := s.GetThread(ctx, "u", "t")
+		if th.Status != ThreadBusy {
+			t.Errorf("thread status after a run = %s, want busy", th.Status)
+		}
+		jsonEq(t, "thread metadata", `{"suite":"s","graph_id":"echo","assistant_id":"asst"}`, th.Metadata)
+		jsonEq(t, "thread config", `{"configurable":{"user-agent":"node"}}`, th.Config)
+
+		if _, inflight, err := s.CreateRun(ctx, newRun("r2", "t", "u", MultitaskReject)); !errors.Is(err, ErrBusy) || len(inflight) != 1 {
+			t.Errorf("reject on a busy thread: %v, inflight %d; want ErrBusy and the running one", err, len(inflight))
+		}
+		_, inflight, err = s.CreateRun(ctx, newRun("r3", "t", "u", MultitaskEnqueue))
+		if err != nil || len(inflight) != 1 || inflight[0].ID != "r1" {
+			t.Fatalf("enqueue: %v, inflight %v", err, inflight)
+		}
+		if ok, err := s.MarkRunning(ctx, "r1", "w1"); err != nil || !ok {
+			t.Fatalf("MarkRunning: %v, %v", ok, err)
+		}
+		if ok, _ := s.MarkRunning(ctx, "r1", "w2"); ok {
+			t.Error("another worker marked the run running")
+		}
+		active, err := s.ActiveRuns(ctx, "t")
+		if err != nil || len(active) != 2 || active[0].ID != "r1" || active[0].Status != RunRunning {
+			t.Fatalf("active runs = %+v, %v", active, err)
+		}
+		// r1 ends; r3 is still pending, so the thread stays busy.
+		if ok, err := s.FinishRun(ctx, Finish{RunID: "r1", ThreadID: "t", Worker: "w1", Status: RunSuccess, ThreadStatus: ThreadIdle, Values: json.RawMessage(`{"x":1}`), Interrupts: json.RawMessage(`{}`)}); err != nil || !ok {
+			t.Fatalf("FinishRun: %v, %v", ok, err)
+		}
+		th, _ = s.GetThread(ctx, "u", "t")
+		if th.Status != ThreadBusy {
+			t.Errorf("thread with a pending run left = %s, want busy", th.Status)
+		}
+		jsonEq(t, "values", `{"x":1}`, th.Values)
+		// r3 is cancelled before it started: the thread is idle again.
+		done, err := s.CancelPending(ctx, "u", "t", []string{"r3", "r1"}, false)
+		if err != nil || len(done) != 1 || done[0] != "r3" {
+			t.Fatalf("CancelPending = %v, %v; want [r3]", done, err)
+		}
+		th, _ = s.GetThread(ctx, "u", "t")
+		if th.Status != ThreadIdle {
+			t.Errorf("thread after the last pending run was cancelled = %s, want idle", th.Status)
+		}
+		r3, err := s.GetRun(ctx, "u", "t", "r3")
+		if err != nil || r3.Status != RunInterrupted {
+			t.Errorf("cancelled pending run = %+v, %v", r3, err)
+		}
+		if _, err := s.GetRun(ctx, "other", "t", "r3"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another owner's run: %v", err)
+		}
+		list, err := s.ListRuns(ctx, RunQuery{Owner: "u", ThreadID: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		for _, r := range list {
+			order = append(order, r.ID+":"+r.Status)
+		}
+		if diff := cmp.Diff([]string{"r3:interrupted", "r1:success"}, order); diff != "" {
+			t.Errorf("runs, newest first (-want +got):\n%s", diff)
+		}
+		if list, _ := s.ListRuns(ctx, RunQuery{Owner: "u", ThreadID: "t", Status: RunSuccess, Limit: 5}); len(list) != 1 {
+			t.Errorf("status filter: %d runs", len(list))
+		}
+		if _, err := s.ListRuns(ctx, RunQuery{Owner: "other", ThreadID: "t"}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("listing another owner's runs: %v", err)
+		}
+
+		// Rollback deletes a pending run.
+		if _, _, err := s.CreateRun(ctx, newRun("r4", "t", "u", MultitaskReject)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CancelPending(ctx, "u", "t", []string{"r4"}, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetRun(ctx, "u", "t", "r4"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("rolled back run: %v", err)
+		}
+		if _, _, err := s.CreateRun(ctx, newRun("r5", "t", "u", MultitaskReject)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteRun(ctx, "u", "t", "r5"); !errors.Is(err, ErrBusy) {
+			t.Errorf("deleting a pending run: %v, want ErrBusy", err)
+		}
+		if err := s.DeleteRun(ctx, "u", "t", "r1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteRun(ctx, "u", "t", "r1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleting twice: %v", err)
+		}
+		// Deleting the thread deletes its runs.
+		if err := s.DeleteThread(ctx, "u", "t"); err != nil {
+			t.Fatal(err)
+		}
+		if active, _ := s.ActiveRuns(ctx, "t"); len(active) != 0 {
+			t.Errorf("runs of a deleted thread: %v", active)
+		}
+	})
+}
+
+func TestCreateRunCreatesThread(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		nr := newRun("r1", "t-new", "u", MultitaskReject)
+		nr.CreateThread, nr.ThreadMetadata = true, json.RawMessage(`{"temp":true}`)
+		if _, _, err := s.CreateRun(ctx, nr); err != nil {
+			t.Fatal(err)
+		}
+		th, err := s.GetThread(ctx, "u", "t-new")
+		if err != nil || th.Status != ThreadBusy {
+			t.Fatalf("thread = %+v, %v", th, err)
+		}
+		jsonEq(t, "metadata", `{"temp":true,"graph_id":"echo","assistant_id":"asst"}`, th.Metadata)
+	})
+}
+
+// Two runs created at once with reject: exactly one is created.
+func TestRejectIsAtomic(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateThread(ctx, Thread{ID: "t", Owner: "u"}, false); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = s.CreateRun(ctx, newRun(fmt.Sprint("r", i), "t", "u", MultitaskReject))
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, ErrBusy):
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("%d runs created at once with reject, want 1", ok)
+		}
+	})
+}
+
+func TestRecovery(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateThread(ctx, Thread{ID: "t", Owner: "u"}, false); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range []string{"dead", "dead", "alive"} {
+			nr := newRun(fmt.Sprint("r", i), "t", "u", MultitaskEnqueue)
+			nr.Run.Worker = w
+			if _, _, err := s.CreateRun(ctx, nr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.MarkRunning(ctx, "r0", "dead"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Heartbeat(ctx, "alive"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Heartbeat(ctx, "dead"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RemoveWorker(ctx, "dead"); err != nil {
+			t.Fatal(err)
+		}
+		// The claimer is alive, so what it claims is no orphan.
+		if err := s.Heartbeat(ctx, "me"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ClaimOrphans(ctx, "me", time.Hour, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claimed []string
+		for _, r := range got {
+			claimed = append(claimed, fmt.Sprintf("%s:%s:%d", r.ID, r.Worker, r.Attempt))
+		}
+		if diff := cmp.Diff([]string{"r0:me:2", "r1:me:1"}, claimed); diff != "" {
+			t.Errorf("claimed (-want +got):\n%s", diff)
+		}
+		if again, _ := s.ClaimOrphans(ctx, "other", time.Hour, 10); len(again) != 0 {
+			t.Errorf("claimed runs were claimed again: %v", again)
+		}
+		// A shutdown gives its runs back as pending; a running one counts
+		// an attempt more.
+		if _, err := s.MarkRunning(ctx, "r1", "me"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReleaseRuns(ctx, "me", []string{"r1"}); err != nil {
+			t.Fatal(err)
+		}
+		r1, _ := s.GetRun(ctx, "u", "t", "r1")
+		if r1.Status != RunPending || r1.Attempt != 2 {
+			t.Errorf("released run = %s attempt %d, want pending attempt 2", r1.Status, r1.Attempt)
+		}
+		// A worker whose heartbeat is too old is dead.
+		s.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+		got, err = s.ClaimOrphans(ctx, "late", time.Hour, 1)
+		if err != nil || len(got) != 1 {
+			t.Errorf("claiming from workers with stale heartbeats: %v, %v", got, err)
+		}
+	})
+}
+
+func TestAssistants(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		sys, err := s.EnsureAssistant(ctx, Assistant{ID: "sys", GraphID: "echo", Metadata: json.RawMessage(`{"created_by":"system"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sys.Name != "echo" || sys.Version != 1 {
+			t.Errorf("system assistant = %+v", sys)
+		}
+		if again, err := s.EnsureAssistant(ctx, Assistant{ID: "sys", GraphID: "other"}); err != nil || again.GraphID != "echo" {
+			t.Errorf("ensuring again = %+v, %v; want the stored one", again, err)
+		}
+		desc := "mine"
+		mine, err := s.CreateAssistant(ctx, Assistant{ID: "a1", Owner: "alice", GraphID: "echo", Name: "Echo bot", Description: &desc, Config: json.RawMessage(`{"configurable":{"k":1}}`)}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateAssistant(ctx, Assistant{ID: "a1", Owner: "alice", GraphID: "echo"}, false); !errors.Is(err, ErrConflict) {
+			t.Errorf("duplicate: %v", err)
+		}
+		if _, err := s.GetAssistant(ctx, "bob", "a1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another user's assistant: %v", err)
+		}
+		if _, err := s.GetAssistant(ctx, "bob", "sys"); err != nil {
+			t.Errorf("a system assistant is everyone's to read: %v", err)
+		}
+		if _, err := s.PatchAssistant(ctx, "bob", "sys", AssistantPatch{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a user patched a system assistant: %v", err)
+		}
+		name := "Renamed"
+		p, err := s.PatchAssistant(ctx, "alice", "a1", AssistantPatch{Name: &name, Metadata: json.RawMessage(`{"v":2}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Version != 2 || p.Name != "Renamed" || p.Description == nil || *p.Description != "mine" {
+			t.Errorf("patched = %+v", p)
+		}
+		jsonEq(t, "config kept", `{"configurable":{"k":1}}`, p.Config)
+		vs, err := s.AssistantVersions(ctx, "alice", "a1", nil, 10, 0)
+		if err != nil || len(vs) != 2 || vs[0].Version != 2 || vs[1].Name != "Echo bot" {
+			t.Fatalf("versions = %+v, %v", vs, err)
+		}
+		if vs, _ := s.AssistantVersions(ctx, "alice", "a1", map[string]any{"v": 2.0}, 10, 0); len(vs) != 1 {
+			t.Errorf("versions with metadata filter: %d", len(vs))
+		}
+		back, err := s.SetLatestVersion(ctx, "alice", "a1", 1)
+		if err != nil || back.Name != "Echo bot" || back.Version != 1 {
+			t.Errorf("SetLatestVersion = %+v, %v", back, err)
+		}
+		if _, err := s.SetLatestVersion(ctx, "alice", "a1", 9); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a missing version: %v", err)
+		}
+		list, total, err := s.SearchAssistants(ctx, AssistantQuery{User: "alice", SortBy: "assistant_id"})
+		if err != nil || total != 2 || len(list) != 2 || list[0].ID != "a1" {
+			t.Errorf("alice's search = %v (%d), %v", list, total, err)
+		}
+		if _, total, _ := s.SearchAssistants(ctx, AssistantQuery{User: "bob"}); total != 1 {
+			t.Errorf("bob sees %d assistants, want the system one", total)
+		}
+		if list, _, _ := s.SearchAssistants(ctx, AssistantQuery{User: "alice", Name: "ECHO"}); len(list) != 2 {
+			t.Errorf("name search is not case-blind: %v", list)
+		}
+		if list, _, _ := s.SearchAssistants(ctx, AssistantQuery{User: "alice", Metadata: map[string]any{"created_by": "system"}}); len(list) != 1 || list[0].ID != "sys" {
+			t.Errorf("metadata search = %v", list)
+		}
+		if n, err := s.CountAssistants(ctx, AssistantQuery{User: "alice", GraphID: "echo"}); n != 2 || err != nil {
+			t.Errorf("count = %d, %v", n, err)
+		}
+		if err := s.DeleteAssistant(ctx, "bob", "a1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleting another user's assistant: %v", err)
+		}
+		if err := s.DeleteAssistant(ctx, "alice", "a1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AssistantVersions(ctx, "alice", "a1", nil, 10, 0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("versions of a deleted assistant: %v", err)
+		}
+		_ = mine
+	})
+}

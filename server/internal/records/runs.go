@@ -1,0 +1,432 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+const runCols = `run_id, thread_id, owner, assistant_id, metadata, kwargs, status, multitask_strategy, created_at, updated_at, attempt, worker`
+
+func scanRun(r Rows) (Run, error) {
+	var run Run
+	var created, updated, attempt int64
+	var meta, kwargs string
+	if err := r.Scan(&run.ID, &run.ThreadID, &run.Owner, &run.AssistantID, &meta, &kwargs, &run.Status, &run.MultitaskStrategy, &created, &updated, &attempt, &run.Worker); err != nil {
+		return Run{}, err
+	}
+	run.Metadata, run.Kwargs = json.RawMessage(meta), json.RawMessage(kwargs)
+	run.CreatedAt, run.UpdatedAt, run.Attempt = fromMicros(created), fromMicros(updated), int(attempt)
+	for _, c := range []struct {
+		name string
+		raw  []byte
+	}{{"metadata", run.Metadata}, {"kwargs", run.Kwargs}} {
+		if err := checkJSON("run", run.ID, c.name, c.raw); err != nil {
+			return Run{}, err
+		}
+	}
+	return run, nil
+}
+
+// NewRun is a run to create with CreateRun.
+type NewRun struct {
+	// Run is the run: its ID, ThreadID, Owner, AssistantID, Metadata (the
+	// request's), Kwargs, MultitaskStrategy and Worker. Its status is
+	// pending, its attempt 1.
+	Run Run
+	// GraphID and AssistantMetadata are the assistant's: the thread's
+	// metadata gains graph_id and assistant_id, and the run's metadata is
+	// the assistant's, the thread's and the request's, in that order.
+	GraphID           string
+	AssistantMetadata json.RawMessage
+	// ThreadConfig is merged into the thread's config: its keys replace
+	// the thread's, except "configurable", whose keys are merged.
+	ThreadConfig json.RawMessage
+	// CreateThread creates the thread when it does not exist (the API's
+	// if_not_exists: "create", and stateless runs), with ThreadMetadata.
+	CreateThread   bool
+	ThreadMetadata json.RawMessage
+}
+
+// CreateRun stores a new pending run on its thread, in one transaction:
+// the thread must be the owner's (else ErrNotFound, unless CreateThread),
+// and when it has runs pending or running and the strategy is reject, the
+// run is not created and the error wraps ErrBusy. The thread becomes busy.
+// It returns the run and the thread's runs that were pending or running
+// before it, oldest first, for the interrupt and rollback strategies.
+func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
+	run := nr.Run
+	now := s.now()
+	run.Status, run.Attempt, run.CreatedAt, run.UpdatedAt = RunPending, 1, now, now
+	run.Kwargs = object(run.Kwargs)
+	var inflight []Run
+	err := s.write(ctx, func(tx Tx) error {
+		inflight = nil
+		var t Thread
+		found := false
+		err := s.query(ctx, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`+s.d.ForUpdate, []any{run.ThreadID, run.Owner}, func(r Rows) error {
+			var err error
+			t, err = scanThread(r)
+			found = true
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !found {
+			if !nr.CreateThread {
+				return fmt.Errorf("%w: thread %s", ErrNotFound, run.ThreadID)
+			}
+			t = Thread{ID: run.ThreadID, Owner: run.Owner, CreatedAt: now, Metadata: object(nr.ThreadMetadata), Config: json.RawMessage("{}")}
+		}
+		if found {
+			err = s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at, run_id`, []any{run.ThreadID}, func(r Rows) error {
+				ir, err := scanRun(r)
+				inflight = append(inflight, ir)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if len(inflight) > 0 && run.MultitaskStrategy == MultitaskReject {
+				return fmt.Errorf("%w: thread %s has %d run(s) pending or running", ErrBusy, run.ThreadID, len(inflight))
+			}
+		}
+		ids, _ := json.Marshal(map[string]string{"graph_id": nr.GraphID, "assistant_id": run.AssistantID})
+		if t.Metadata, err = mergeObjects(t.Metadata, ids); err != nil {
+			return err
+		}
+		if t.Config, err = mergeConfig(t.Config, nr.ThreadConfig); err != nil {
+			return err
+		}
+		if run.Metadata, err = mergeObjects(object(nr.AssistantMetadata), t.Metadata); err != nil {
+			return err
+		}
+		if run.Metadata, err = mergeObjects(run.Metadata, nr.Run.Metadata); err != nil {
+			return err
+		}
+		if found {
+			_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET status = $1, metadata = $2, config = $3, updated_at = $4 WHERE thread_id = $5`,
+				ThreadBusy, string(t.Metadata), string(t.Config), micros(now), run.ThreadID)
+		} else {
+			_, err = s.exec(ctx, tx, `INSERT INTO weft_server_threads (`+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL)`,
+				t.ID, t.Owner, micros(now), micros(now), string(t.Metadata), string(t.Config), ThreadBusy)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `INSERT INTO weft_server_runs (`+runCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			run.ID, run.ThreadID, run.Owner, run.AssistantID, string(run.Metadata), string(run.Kwargs), run.Status, run.MultitaskStrategy,
+			micros(now), micros(now), int64(run.Attempt), run.Worker)
+		return err
+	})
+	if err != nil {
+		return Run{}, inflight, err
+	}
+	return run, inflight, nil
+}
+
+// mergeConfig merges a run config into a thread's: top-level keys are
+// replaced, "configurable" is merged key by key.
+func mergeConfig(base, patch json.RawMessage) (json.RawMessage, error) {
+	var b, p map[string]json.RawMessage
+	if err := json.Unmarshal(object(base), &b); err != nil {
+		return nil, fmt.Errorf("%w: stored config: %v", ErrCorrupt, err)
+	}
+	if err := json.Unmarshal(object(patch), &p); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		b = map[string]json.RawMessage{}
+	}
+	for k, v := range p {
+		if k == "configurable" {
+			merged, err := mergeObjects(b[k], v)
+			if err != nil {
+				return nil, err
+			}
+			b[k] = merged
+			continue
+		}
+		b[k] = v
+	}
+	return json.Marshal(b)
+}
+
+// GetRun returns owner's run runID of thread threadID.
+func (s *Store) GetRun(ctx context.Context, owner, threadID, runID string) (Run, error) {
+	var run Run
+	err := s.read(ctx, func(tx Tx) error {
+		found, err := s.getRun(ctx, tx, owner, threadID, runID, &run)
+		if err == nil && !found {
+			err = fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		return err
+	})
+	return run, err
+}
+
+func (s *Store) getRun(ctx context.Context, tx Tx, owner, threadID, runID string, out *Run) (bool, error) {
+	found := false
+	err := s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE run_id = $1 AND thread_id = $2 AND owner = $3`, []any{runID, threadID, owner}, func(r Rows) error {
+		var err error
+		*out, err = scanRun(r)
+		found = true
+		return err
+	})
+	return found, err
+}
+
+// RunQuery narrows ListRuns.
+type RunQuery struct {
+	Owner, ThreadID string
+	// Status keeps runs with this status; empty keeps all.
+	Status        string
+	Limit, Offset int
+}
+
+// ListRuns returns a page of the runs of owner's thread, newest first; the
+// thread must exist.
+func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]Run, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	var out []Run
+	err := s.read(ctx, func(tx Tx) error {
+		out = []Run{}
+		if _, err := s.getThread(ctx, tx, q.Owner, q.ThreadID); err != nil {
+			return err
+		}
+		a := &args{}
+		where := "thread_id = " + a.add(q.ThreadID) + " AND owner = " + a.add(q.Owner)
+		if q.Status != "" {
+			where += " AND status = " + a.add(q.Status)
+		}
+		query := `SELECT ` + runCols + ` FROM weft_server_runs WHERE ` + where + ` ORDER BY created_at DESC, run_id DESC LIMIT ` + a.add(limit) + ` OFFSET ` + a.add(max(q.Offset, 0))
+		return s.query(ctx, tx, query, a.vs, func(r Rows) error {
+			run, err := scanRun(r)
+			out = append(out, run)
+			return err
+		})
+	})
+	return out, err
+}
+
+// MarkRunning records that the worker started run runID: its status
+// becomes running. It reports false when the run is no longer pending
+// with this worker (cancelled, deleted, or taken over).
+func (s *Store) MarkRunning(ctx context.Context, runID, worker string) (bool, error) {
+	var n int64
+	err := s.write(ctx, func(tx Tx) (err error) {
+		n, err = s.exec(ctx, tx, `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status IN ('pending', 'running')`,
+			RunRunning, micros(s.now()), runID, worker)
+		return err
+	})
+	return n == 1, err
+}
+
+// Finish is the end of a run, for FinishRun.
+type Finish struct {
+	RunID, ThreadID, Worker string
+	// Status is the run's final status.
+	Status string
+	// ThreadStatus is the thread's status unless it has other runs pending
+	// or running (then it stays busy).
+	ThreadStatus string
+	// Values and Interrupts are the thread's state after the run; nil
+	// leaves the stored ones.
+	Values, Interrupts json.RawMessage
+}
+
+// FinishRun records a run's end and its thread's status and values, in
+// one transaction. A run that was cancelled or taken over by another
+// worker meanwhile keeps what was recorded for it; the thread is updated
+// all the same. It reports whether the run's status was written.
+func (s *Store) FinishRun(ctx context.Context, f Finish) (bool, error) {
+	var n int64
+	err := s.write(ctx, func(tx Tx) (err error) {
+		now := micros(s.now())
+		n, err = s.exec(ctx, tx, `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status IN ('pending', 'running')`,
+			f.Status, now, f.RunID, f.Worker)
+		if err != nil {
+			return err
+		}
+		return s.settleThread(ctx, tx, f.ThreadID, f.RunID, f.ThreadStatus, f.Values, f.Interrupts, now)
+	})
+	return n == 1, err
+}
+
+// settleThread sets a thread's status after a run ended: busy while other
+// runs are pending or running, else status.
+func (s *Store) settleThread(ctx context.Context, tx Tx, threadID, runID, status string, values, interrupts json.RawMessage, now int64) error {
+	var others int
+	if _, err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM weft_server_runs WHERE thread_id = $1 AND run_id <> $2 AND status IN ('pending', 'running')`,
+		[]any{threadID, runID}, &others); err != nil {
+		return err
+	}
+	if others > 0 {
+		status = ThreadBusy
+	}
+	var err error
+	if values != nil {
+		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET status = $1, state_values = $2, interrupts = $3, updated_at = $4 WHERE thread_id = $5`,
+			status, string(values), nullable(interrupts), now, threadID)
+	} else {
+		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET status = $1, updated_at = $2 WHERE thread_id = $3`, status, now, threadID)
+	}
+	return err
+}
+
+// CancelPending marks owner's pending runs runIDs of a thread as
+// interrupted (or, with remove, deletes them: a rollback), and returns
+// those it changed; runs no longer pending are left alone. The thread's
+// status is recomputed.
+func (s *Store) CancelPending(ctx context.Context, owner, threadID string, runIDs []string, remove bool) ([]string, error) {
+	var done []string
+	err := s.write(ctx, func(tx Tx) error {
+		done = nil
+		now := micros(s.now())
+		for _, id := range runIDs {
+			var n int64
+			var err error
+			if remove {
+				n, err = s.exec(ctx, tx, `DELETE FROM weft_server_runs WHERE run_id = $1 AND thread_id = $2 AND owner = $3 AND status = 'pending'`, id, threadID, owner)
+			} else {
+				n, err = s.exec(ctx, tx, `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND thread_id = $4 AND owner = $5 AND status = 'pending'`,
+					RunInterrupted, now, id, threadID, owner)
+			}
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				done = append(done, id)
+			}
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		var status string
+		if _, err := s.queryRow(ctx, tx, `SELECT status FROM weft_server_threads WHERE thread_id = $1`, []any{threadID}, &status); err != nil {
+			return err
+		}
+		if status == ThreadBusy {
+			status = ThreadIdle
+		}
+		return s.settleThread(ctx, tx, threadID, "", status, nil, nil, now)
+	})
+	return done, err
+}
+
+// DeleteRun deletes owner's run; a run still pending or running cannot be
+// deleted (ErrBusy).
+func (s *Store) DeleteRun(ctx context.Context, owner, threadID, runID string) error {
+	return s.write(ctx, func(tx Tx) error {
+		var run Run
+		found, err := s.getRun(ctx, tx, owner, threadID, runID, &run)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		if run.Status == RunPending || run.Status == RunRunning {
+			return fmt.Errorf("%w: run %s is %s; cancel it first", ErrBusy, runID, run.Status)
+		}
+		_, err = s.exec(ctx, tx, `DELETE FROM weft_server_runs WHERE run_id = $1`, runID)
+		return err
+	})
+}
+
+// ActiveRuns returns the runs of a thread that are pending or running,
+// oldest first.
+func (s *Store) ActiveRuns(ctx context.Context, threadID string) ([]Run, error) {
+	var out []Run
+	err := s.read(ctx, func(tx Tx) error {
+		out = nil
+		return s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at, run_id`, []any{threadID}, func(r Rows) error {
+			run, err := scanRun(r)
+			out = append(out, run)
+			return err
+		})
+	})
+	return out, err
+}
+
+// ---------------------------------------------------------------- workers
+
+// Heartbeat records that worker is alive.
+func (s *Store) Heartbeat(ctx context.Context, worker string) error {
+	return s.write(ctx, func(tx Tx) error {
+		now := micros(s.now())
+		_, err := s.exec(ctx, tx, `INSERT INTO weft_server_workers (worker_id, started_at, heartbeat_at) VALUES ($1, $2, $2)
+ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, worker, now)
+		return err
+	})
+}
+
+// RemoveWorker forgets worker: its runs pending or running are at once
+// the others' to take over.
+func (s *Store) RemoveWorker(ctx context.Context, worker string) error {
+	return s.write(ctx, func(tx Tx) error {
+		_, err := s.exec(ctx, tx, `DELETE FROM weft_server_workers WHERE worker_id = $1`, worker)
+		return err
+	})
+}
+
+// ClaimOrphans gives worker up to limit runs, oldest first, that are
+// pending or running for a worker that is not alive (no heartbeat within
+// ttl): a process that crashed or shut down. Each run's worker becomes
+// worker, and a run that was running counts one more attempt. Several
+// processes may claim at once: each run goes to one of them.
+func (s *Store) ClaimOrphans(ctx context.Context, worker string, ttl time.Duration, limit int) ([]Run, error) {
+	var out []Run
+	err := s.write(ctx, func(tx Tx) error {
+		out = nil
+		now := s.now()
+		err := s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE status IN ('pending', 'running') AND worker <> $1
+AND worker NOT IN (SELECT worker_id FROM weft_server_workers WHERE heartbeat_at >= $2)
+ORDER BY created_at, run_id LIMIT $3`+s.d.SkipLocked, []any{worker, micros(now.Add(-ttl)), limit}, func(r Rows) error {
+			run, err := scanRun(r)
+			out = append(out, run)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			if out[i].Status == RunRunning {
+				out[i].Attempt++
+			}
+			out[i].Worker = worker
+			if _, err := s.exec(ctx, tx, `UPDATE weft_server_runs SET worker = $1, attempt = $2, updated_at = $3 WHERE run_id = $4`,
+				worker, int64(out[i].Attempt), micros(now), out[i].ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ReleaseRuns gives up worker's pending and running runs among ids,
+// setting them pending for another worker (or this one's next start) to
+// take over: what a shutdown does with the runs it did not finish. A run
+// that was running counts one more attempt.
+func (s *Store) ReleaseRuns(ctx context.Context, worker string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.write(ctx, func(tx Tx) error {
+		a := &args{}
+		ps := make([]string, len(ids))
+		for i, id := range ids {
+			ps[i] = a.add(id)
+		}
+		_, err := s.exec(ctx, tx, `UPDATE weft_server_runs SET attempt = attempt + CASE WHEN status = 'running' THEN 1 ELSE 0 END, status = 'pending', updated_at = `+a.add(micros(s.now()))+
+			` WHERE worker = `+a.add(worker)+` AND status IN ('pending', 'running') AND run_id IN (`+strings.Join(ps, ", ")+`)`, a.vs...)
+		return err
+	})
+}

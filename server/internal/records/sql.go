@@ -1,0 +1,225 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DB is what a backend provides: transactions over its client library.
+type DB interface {
+	// Write runs fn in a transaction that may write; fn's error rolls it
+	// back.
+	Write(ctx context.Context, fn func(Tx) error) error
+	// Read runs fn in a transaction that sees one consistent snapshot.
+	Read(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx runs statements inside a transaction. Queries use $1, $2... for
+// arguments; the Dialect rewrites them where the database wants another
+// form.
+type Tx interface {
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+}
+
+// Rows is the result of a query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Dialect is what differs between the SQL databases.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Migrations are the schema versions, in order.
+	Migrations [][]string
+	// Numbered rewrites $N placeholders as ?N (SQLite).
+	Numbered bool
+	// ForUpdate locks the rows a SELECT reads until the transaction ends
+	// (" FOR UPDATE"); empty where write transactions exclude each other
+	// already (SQLite).
+	ForUpdate string
+	// SkipLocked is ForUpdate that passes over rows another transaction
+	// holds (" FOR UPDATE SKIP LOCKED"), so that several processes claim
+	// different rows at once.
+	SkipLocked string
+	// Contains returns an SQL condition that the JSON object in column col
+	// contains filter: every key of filter is in it, with an equal value
+	// (objects compared key by key the same way). arg adds an argument
+	// and returns its placeholder.
+	Contains func(col string, filter map[string]any, arg func(any) string) (string, error)
+}
+
+// args collects a query's arguments and numbers their placeholders.
+type args struct{ vs []any }
+
+func (a *args) add(v any) string {
+	a.vs = append(a.vs, v)
+	return fmt.Sprintf("$%d", len(a.vs))
+}
+
+func (d *Dialect) q(query string) string {
+	if d.Numbered {
+		return strings.ReplaceAll(query, "$", "?")
+	}
+	return query
+}
+
+// query runs a query and calls scan for each row.
+func (s *Store) query(ctx context.Context, tx Tx, query string, args []any, scan func(Rows) error) error {
+	rows, err := tx.Query(ctx, s.d.q(query), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// exec runs a statement.
+func (s *Store) exec(ctx context.Context, tx Tx, query string, args ...any) (int64, error) {
+	return tx.Exec(ctx, s.d.q(query), args...)
+}
+
+// queryRow scans the first row of a query into dest and reports whether
+// there was one.
+func (s *Store) queryRow(ctx context.Context, tx Tx, query string, args []any, dest ...any) (bool, error) {
+	found := false
+	err := s.query(ctx, tx, query, args, func(r Rows) error {
+		if found {
+			return nil
+		}
+		found = true
+		return r.Scan(dest...)
+	})
+	return found, err
+}
+
+const migrationComponent = "server"
+
+const migrationsTable = `CREATE TABLE IF NOT EXISTS weft_schema_migrations (
+	component TEXT NOT NULL,
+	version INTEGER NOT NULL,
+	applied_at TEXT NOT NULL,
+	PRIMARY KEY (component, version)
+)`
+
+// Migrate brings the schema up to date. The migration runs in one write
+// transaction (under an advisory lock in PostgreSQL), so several processes
+// may start at once; a process that finds the schema current does nothing.
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.write(ctx, func(tx Tx) error {
+		if s.d.Name == "postgres" {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('weft.server.migrate'))`); err != nil {
+				return fmt.Errorf("records: locking for migration: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, migrationsTable); err != nil {
+			return fmt.Errorf("records: creating weft_schema_migrations: %w", err)
+		}
+		var cur int64
+		if _, err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(version), 0) FROM weft_schema_migrations WHERE component = $1`, []any{migrationComponent}, &cur); err != nil {
+			return fmt.Errorf("records: reading the schema version: %w", err)
+		}
+		if int(cur) > len(s.d.Migrations) {
+			return fmt.Errorf("records: the database's server schema is at version %d, newer than this build knows (%d): upgrade weft", cur, len(s.d.Migrations))
+		}
+		for v := int(cur); v < len(s.d.Migrations); v++ {
+			for _, stmt := range s.d.Migrations[v] {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return fmt.Errorf("records: schema migration %d: %w\n%s", v+1, err, stmt)
+				}
+			}
+			if _, err := s.exec(ctx, tx, `INSERT INTO weft_schema_migrations (component, version, applied_at) VALUES ($1, $2, $3)`,
+				migrationComponent, int64(v+1), time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+				return fmt.Errorf("records: recording schema migration %d: %w", v+1, err)
+			}
+		}
+		return nil
+	})
+}
+
+// schemaSQL fills the column types of one database into the first
+// migration: text, 64-bit integer, and a JSON document.
+func schemaSQL(text, integer, jsondoc string) []string {
+	r := strings.NewReplacer("TEXT", text, "INT8", integer, "JSONDOC", jsondoc)
+	out := make([]string, len(schemaV1))
+	for i, s := range schemaV1 {
+		out[i] = r.Replace(s)
+	}
+	return out
+}
+
+// The tables are prefixed weft_server_ so they share a database with the
+// checkpoint saver's and the long-term store's. Times are Unix
+// microseconds. The column for a thread's values is state_values, as
+// VALUES is an SQL keyword.
+var schemaV1 = []string{
+	`CREATE TABLE weft_server_threads (
+	thread_id TEXT PRIMARY KEY,
+	owner TEXT NOT NULL,
+	created_at INT8 NOT NULL,
+	updated_at INT8 NOT NULL,
+	metadata JSONDOC NOT NULL,
+	config TEXT NOT NULL,
+	status TEXT NOT NULL,
+	state_values JSONDOC,
+	interrupts TEXT
+)`,
+	`CREATE INDEX weft_server_threads_owner ON weft_server_threads (owner, created_at)`,
+	`CREATE TABLE weft_server_runs (
+	run_id TEXT PRIMARY KEY,
+	thread_id TEXT NOT NULL,
+	owner TEXT NOT NULL,
+	assistant_id TEXT NOT NULL,
+	metadata JSONDOC NOT NULL,
+	kwargs TEXT NOT NULL,
+	status TEXT NOT NULL,
+	multitask_strategy TEXT NOT NULL,
+	created_at INT8 NOT NULL,
+	updated_at INT8 NOT NULL,
+	attempt INT8 NOT NULL,
+	worker TEXT NOT NULL
+)`,
+	`CREATE INDEX weft_server_runs_thread ON weft_server_runs (thread_id, created_at)`,
+	`CREATE INDEX weft_server_runs_active ON weft_server_runs (worker, created_at) WHERE status IN ('pending', 'running')`,
+	`CREATE TABLE weft_server_assistants (
+	assistant_id TEXT PRIMARY KEY,
+	owner TEXT NOT NULL,
+	graph_id TEXT NOT NULL,
+	name TEXT NOT NULL,
+	description TEXT,
+	config TEXT NOT NULL,
+	context TEXT NOT NULL,
+	metadata JSONDOC NOT NULL,
+	version INT8 NOT NULL,
+	created_at INT8 NOT NULL,
+	updated_at INT8 NOT NULL
+)`,
+	`CREATE TABLE weft_server_assistant_versions (
+	assistant_id TEXT NOT NULL,
+	version INT8 NOT NULL,
+	graph_id TEXT NOT NULL,
+	name TEXT NOT NULL,
+	description TEXT,
+	config TEXT NOT NULL,
+	context TEXT NOT NULL,
+	metadata JSONDOC NOT NULL,
+	created_at INT8 NOT NULL,
+	PRIMARY KEY (assistant_id, version)
+)`,
+	`CREATE TABLE weft_server_workers (
+	worker_id TEXT PRIMARY KEY,
+	started_at INT8 NOT NULL,
+	heartbeat_at INT8 NOT NULL
+)`,
+}
