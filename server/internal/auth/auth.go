@@ -6,7 +6,10 @@
 // is "", and everything belongs to that one user.
 package auth
 
-import "context"
+import (
+	"context"
+	"encoding/base64"
+)
 
 type userKey struct{}
 
@@ -19,4 +22,31 @@ func WithUser(ctx context.Context, user string) context.Context {
 func User(ctx context.Context) string {
 	u, _ := ctx.Value(userKey{}).(string)
 	return u
+}
+
+// Namespace returns the long-term store namespace that ns names for user:
+// ns itself without authentication, else ns under a first label of the
+// user's own ("weft-user-" and the user id in unpadded base64url), so
+// that users' items never meet. The label has no '.', which store
+// namespaces forbid.
+func Namespace(user string, ns []string) []string {
+	if user == "" {
+		return ns
+	}
+	out := make([]string, 0, len(ns)+1)
+	out = append(out, UserLabel(user))
+	return append(out, ns...)
+}
+
+// UserLabel is the first namespace label of user's store items.
+func UserLabel(user string) string {
+	return "weft-user-" + base64.RawURLEncoding.EncodeToString([]byte(user))
+}
+
+// StripNamespace undoes Namespace for a namespace read back from the store.
+func StripNamespace(user string, ns []string) []string {
+	if user == "" || len(ns) == 0 || ns[0] != UserLabel(user) {
+		return ns
+	}
+	return ns[1:]
 }

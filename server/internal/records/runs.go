@@ -340,6 +340,14 @@ func (s *Store) DeleteRun(ctx context.Context, owner, threadID, runID string) er
 	})
 }
 
+// RemoveRun deletes a run whatever its status: a rollback's end.
+func (s *Store) RemoveRun(ctx context.Context, runID string) error {
+	return s.write(ctx, func(tx Tx) error {
+		_, err := s.exec(ctx, tx, `DELETE FROM weft_server_runs WHERE run_id = $1`, runID)
+		return err
+	})
+}
+
 // ActiveRuns returns the runs of a thread that are pending or running,
 // oldest first.
 func (s *Store) ActiveRuns(ctx context.Context, threadID string) ([]Run, error) {

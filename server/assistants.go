@@ -1,0 +1,439 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/server/internal/api"
+	"github.com/weftlabs/weft/server/internal/records"
+)
+
+// assistantRef resolves what a client names an assistant by: a graph id
+// (its system assistant) or an assistant id.
+func (s *Server) assistantRef(ref string) string {
+	if g, ok := s.graphs[ref]; ok {
+		return g.assistantID
+	}
+	return ref
+}
+
+func assistantNotFound() error { return api.NotFound("Assistant not found") }
+
+// lookupAssistant returns the assistant ref names that the request's user
+// may read.
+func (s *Server) lookupAssistant(r *http.Request, ref string) (records.Assistant, error) {
+	id := s.assistantRef(ref)
+	if _, err := uuid.Parse(id); err != nil {
+		return records.Assistant{}, assistantNotFound()
+	}
+	a, err := s.rec.GetAssistant(r.Context(), user(r), id)
+	return a, recordErr(err, assistantNotFound())
+}
+
+// servedGraphOf returns the graph an assistant runs.
+func (s *Server) servedGraphOf(a records.Assistant) (*servedGraph, error) {
+	g, ok := s.graphs[a.GraphID]
+	if !ok {
+		return nil, api.NotFound("Graph %q of assistant %s is not served here", a.GraphID, a.ID)
+	}
+	return g, nil
+}
+
+// jsonObject checks that raw, when given, is a JSON object, naming field.
+func jsonObject(raw json.RawMessage, field string) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return api.Invalid(api.TypeIssue("object", kindOf(raw), field))
+	}
+	return nil
+}
+
+// kindOf names the JSON type of a value, as Zod does in its messages.
+func kindOf(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "undefined"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+func enumIssue(field, got string, options ...string) error {
+	msg := "Invalid enum value. Expected "
+	for i, o := range options {
+		if i > 0 {
+			msg += " | "
+		}
+		msg += "'" + o + "'"
+	}
+	return api.Invalid(api.Issue{Code: "invalid_enum_value", Received: got, Path: []any{field}, Message: msg + ", received '" + got + "'"})
+}
+
+func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		AssistantID string          `json:"assistant_id"`
+		GraphID     *string         `json:"graph_id"`
+		Config      json.RawMessage `json:"config"`
+		Context     json.RawMessage `json:"context"`
+		Metadata    json.RawMessage `json:"metadata"`
+		IfExists    string          `json:"if_exists"`
+		Name        string          `json:"name"`
+		Description *string         `json:"description"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	if req.GraphID == nil {
+		return api.Invalid(api.TypeIssue("string", "undefined", "graph_id"))
+	}
+	for _, f := range []struct {
+		raw  json.RawMessage
+		name string
+	}{{req.Config, "config"}, {req.Metadata, "metadata"}} {
+		if err := jsonObject(f.raw, f.name); err != nil {
+			return err
+		}
+	}
+	switch req.IfExists {
+	case "", "raise", "do_nothing":
+	default:
+		return enumIssue("if_exists", req.IfExists, "raise", "do_nothing")
+	}
+	if req.AssistantID == "" {
+		req.AssistantID = uuid.NewString()
+	} else if _, err := uuid.Parse(req.AssistantID); err != nil {
+		return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"assistant_id"}, Message: "Invalid uuid"})
+	}
+	if _, ok := s.graphs[*req.GraphID]; !ok {
+		return api.NotFound("Graph %q not found", *req.GraphID)
+	}
+	a, err := s.rec.CreateAssistant(r.Context(), records.Assistant{
+		ID: req.AssistantID, Owner: user(r), GraphID: *req.GraphID, Name: stringsOr(req.Name, "Untitled"),
+		Description: req.Description, Config: req.Config, Context: req.Context, Metadata: req.Metadata,
+	}, req.IfExists == "do_nothing")
+	if err != nil {
+		return recordErr(err, assistantNotFound())
+	}
+	api.WriteJSON(w, http.StatusOK, assistantOut(a))
+	return nil
+}
+
+type searchRequest struct {
+	Metadata  map[string]any `json:"metadata"`
+	GraphID   string         `json:"graph_id"`
+	Name      string         `json:"name"`
+	Limit     *int           `json:"limit"`
+	Offset    *int           `json:"offset"`
+	SortBy    string         `json:"sort_by"`
+	SortOrder string         `json:"sort_order"`
+	Select    []string       `json:"select"`
+}
+
+// page checks a search's limit (1 to 1000, default 10) and offset.
+func page(limit, offset *int) (int, int, error) {
+	l, o := 10, 0
+	if limit != nil {
+		if *limit < 1 || *limit > 1000 {
+			return 0, 0, api.Invalid(api.Field("Number must be between 1 and 1000", "limit"))
+		}
+		l = *limit
+	}
+	if offset != nil {
+		if *offset < 0 {
+			return 0, 0, api.Invalid(api.Field("Number must be greater than or equal to 0", "offset"))
+		}
+		o = *offset
+	}
+	return l, o, nil
+}
+
+// paginate sets the pagination headers of a search: the total, and the
+// next offset when there are more.
+func paginate(w http.ResponseWriter, offset, n, total int) {
+	w.Header().Set("X-Pagination-Total", strconv.Itoa(total))
+	if offset+n < total {
+		w.Header().Set("X-Pagination-Next", strconv.Itoa(offset+n))
+	}
+}
+
+// selectFields keeps only the fields a search's select names.
+func selectFields[T any](items []T, fields []string) (any, error) {
+	if len(fields) == 0 {
+		return items, nil
+	}
+	out := make([]map[string]json.RawMessage, len(items))
+	for i, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		kept := map[string]json.RawMessage{}
+		for _, f := range fields {
+			if v, ok := m[f]; ok {
+				kept[f] = v
+			}
+		}
+		out[i] = kept
+	}
+	return out, nil
+}
+
+func sortOrder(v string) (bool, error) {
+	switch v {
+	case "", "desc":
+		return true, nil
+	case "asc":
+		return false, nil
+	}
+	return false, enumIssue("sort_order", v, "asc", "desc")
+}
+
+func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error {
+	var req searchRequest
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	limit, offset, err := page(req.Limit, req.Offset)
+	if err != nil {
+		return err
+	}
+	switch req.SortBy {
+	case "", "assistant_id", "graph_id", "name", "created_at", "updated_at":
+	default:
+		return enumIssue("sort_by", req.SortBy, "assistant_id", "graph_id", "name", "created_at", "updated_at")
+	}
+	desc, err := sortOrder(req.SortOrder)
+	if err != nil {
+		return err
+	}
+	list, total, err := s.rec.SearchAssistants(r.Context(), records.AssistantQuery{
+		User: user(r), GraphID: req.GraphID, Name: req.Name, Metadata: req.Metadata,
+		SortBy: req.SortBy, Desc: desc, Limit: limit, Offset: offset,
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]assistantJSON, len(list))
+	for i, a := range list {
+		out[i] = assistantOut(a)
+	}
+	body, err := selectFields(out, req.Select)
+	if err != nil {
+		return err
+	}
+	paginate(w, offset, len(out), total)
+	api.WriteJSON(w, http.StatusOK, body)
+	return nil
+}
+
+func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request) error {
+	var req searchRequest
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	n, err := s.rec.CountAssistants(r.Context(), records.AssistantQuery{User: user(r), GraphID: req.GraphID, Name: req.Name, Metadata: req.Metadata})
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, n)
+	return nil
+}
+
+func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, assistantOut(a))
+	return nil
+}
+
+func (s *Server) patchAssistant(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		GraphID     *string         `json:"graph_id"`
+		Config      json.RawMessage `json:"config"`
+		Context     json.RawMessage `json:"context"`
+		Metadata    json.RawMessage `json:"metadata"`
+		Name        *string         `json:"name"`
+		Description *string         `json:"description"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		raw  json.RawMessage
+		name string
+	}{{req.Config, "config"}, {req.Metadata, "metadata"}} {
+		if err := jsonObject(f.raw, f.name); err != nil {
+			return err
+		}
+	}
+	if req.GraphID != nil {
+		if _, ok := s.graphs[*req.GraphID]; !ok {
+			return api.NotFound("Graph %q not found", *req.GraphID)
+		}
+	}
+	id := s.assistantRef(r.PathValue("assistant_id"))
+	if _, err := uuid.Parse(id); err != nil {
+		return assistantNotFound()
+	}
+	a, err := s.rec.PatchAssistant(r.Context(), user(r), id, records.AssistantPatch{
+		GraphID: req.GraphID, Name: req.Name, Description: req.Description,
+		Config: nullToNil(req.Config), Context: nullToNil(req.Context), Metadata: nullToNil(req.Metadata),
+	})
+	if err != nil {
+		return recordErr(err, assistantNotFound())
+	}
+	api.WriteJSON(w, http.StatusOK, assistantOut(a))
+	return nil
+}
+
+func nullToNil(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request) error {
+	id := s.assistantRef(r.PathValue("assistant_id"))
+	if _, err := uuid.Parse(id); err != nil {
+		return assistantNotFound()
+	}
+	if err := s.rec.DeleteAssistant(r.Context(), user(r), id); err != nil {
+		return recordErr(err, assistantNotFound())
+	}
+	api.WriteJSON(w, http.StatusOK, []string{id})
+	return nil
+}
+
+func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
+	if err != nil {
+		return err
+	}
+	g, err := s.servedGraphOf(a)
+	if err != nil {
+		return err
+	}
+	depth := 0
+	switch x := r.URL.Query().Get("xray"); x {
+	case "", "false", "0":
+	case "true":
+		depth = -1
+	default:
+		n, err := strconv.Atoi(x)
+		if err != nil || n < 0 {
+			return api.Invalid(api.Field("Expected a boolean or a non-negative integer", "xray"))
+		}
+		depth = n
+	}
+	api.WriteJSON(w, http.StatusOK, g.g.Drawable(&graph.DrawableOptions{XRay: depth}))
+	return nil
+}
+
+func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
+	if err != nil {
+		return err
+	}
+	g, err := s.servedGraphOf(a)
+	if err != nil {
+		return err
+	}
+	sc, err := g.g.Schemas()
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, map[string]any{
+		"graph_id": a.GraphID, "input_schema": sc.Input, "output_schema": sc.Output, "state_schema": sc.State,
+	})
+	return nil
+}
+
+// assistantSubgraphs reports no subgraph schemas: weft does not expose a
+// compiled graph's subgraphs yet, so the answer is an empty map, which
+// clients read as a graph without subgraphs.
+func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
+	if err != nil {
+		return err
+	}
+	if _, err := s.servedGraphOf(a); err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, map[string]any{})
+	return nil
+}
+
+func (s *Server) assistantVersions(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Metadata map[string]any `json:"metadata"`
+		Limit    *int           `json:"limit"`
+		Offset   *int           `json:"offset"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	limit, offset, err := page(req.Limit, req.Offset)
+	if err != nil {
+		return err
+	}
+	id := s.assistantRef(r.PathValue("assistant_id"))
+	if _, err := uuid.Parse(id); err != nil {
+		return assistantNotFound()
+	}
+	vs, err := s.rec.AssistantVersions(r.Context(), user(r), id, req.Metadata, limit, offset)
+	if err != nil {
+		return recordErr(err, assistantNotFound())
+	}
+	out := make([]assistantJSON, len(vs))
+	for i, v := range vs {
+		out[i] = assistantOut(v)
+	}
+	api.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) setLatestVersion(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Version *int `json:"version"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	if req.Version == nil {
+		return api.Invalid(api.TypeIssue("number", "undefined", "version"))
+	}
+	id := s.assistantRef(r.PathValue("assistant_id"))
+	if _, err := uuid.Parse(id); err != nil {
+		return assistantNotFound()
+	}
+	a, err := s.rec.SetLatestVersion(r.Context(), user(r), id, *req.Version)
+	if err != nil {
+		return recordErr(err, api.NotFound("Assistant version not found"))
+	}
+	api.WriteJSON(w, http.StatusOK, assistantOut(a))
+	return nil
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+)
+
+// Event is one event of a run's stream, as the API sends it over SSE.
+type Event struct {
+	// ID numbers a run's events from 0.
+	ID int
+	// Name is the SSE event name: "metadata" first, then the stream mode
+	// ("values", "updates", "messages" for messages-tuple...), named
+	// "mode|namespace" for a subgraph's events, and "error" for a failure.
+	Name string
+	// Data is the event's JSON.
+	Data json.RawMessage
+}
+
+// Broker carries runs' events from the goroutine executing a run to the
+// requests streaming it. The in-process broker (the default) serves the
+// requests of the process executing the run; a broker shared by several
+// processes lets a client stream a run from any of them.
+type Broker interface {
+	// Open starts the stream of a run, before anything is published.
+	Open(runID string) error
+	// Publish appends ev to a run's stream; ev.ID is set by the broker.
+	Publish(runID string, ev Event) error
+	// Close ends a run's stream: readers get the events left, then the
+	// end. The events are kept for late readers for retain (0: the stream
+	// goes once its current readers are done).
+	Close(runID string, retain time.Duration) error
+	// Subscribe yields the run's events after event id after (-1: from
+	// the first one kept; FromNow: only those published from now on), in
+	// batches of those available at once, then those published later,
+	// until the stream ends or ctx does. ok is false when the broker has
+	// no stream for the run.
+	Subscribe(ctx context.Context, runID string, after int) (events iter.Seq2[[]Event, error], ok bool)
+}
+
+// FromNow, as Subscribe's after, reads only the events published from
+// now on.
+const FromNow = -2
+
+// ErrStreamTrimmed means a reader fell so far behind a run's stream that
+// the events it had not read were dropped to bound memory.
+var ErrStreamTrimmed = errors.New("server: the run's stream dropped events this reader had not read yet")
+
+// Bounds of the in-process broker.
+const (
+	// maxStreamBytes bounds the events kept for one run: past it the
+	// oldest are dropped.
+	maxStreamBytes = 16 << 20
+	// maxRetainedBytes bounds the events kept for ended runs: past it the
+	// oldest ended streams go before their retention is over.
+	maxRetainedBytes = 128 << 20
+)
+
+// memoryBroker is the in-process Broker.
+type memoryBroker struct {
+	mu       sync.Mutex
+	streams  map[string]*memStream
+	retained []*memStream // ended streams kept, oldest first
+	retBytes int
+	now      func() time.Time
+}
+
+func newMemoryBroker() *memoryBroker {
+	return &memoryBroker{streams: map[string]*memStream{}, now: time.Now}
+}
+
+type memStream struct {
+	id       string
+	mu       sync.Mutex
+	events   []Event
+	first    int // id of events[0]
+	next     int // id of the next event
+	bytes    int
+	closed   bool
+	wake     chan struct{}
+	expireAt time.Time
+}
+
+func (b *memoryBroker) Open(runID string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pruneLocked()
+	if _, ok := b.streams[runID]; ok {
+		return fmt.Errorf("server: the stream of run %s is open already", runID)
+	}
+	b.streams[runID] = &memStream{id: runID, wake: make(chan struct{})}
+	return nil
+}
+
+func (b *memoryBroker) stream(runID string) *memStream {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.streams[runID]
+}
+
+func (b *memoryBroker) Publish(runID string, ev Event) error {
+	st := b.stream(runID)
+	if st == nil {
+		return fmt.Errorf("server: no open stream for run %s", runID)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return fmt.Errorf("server: the stream of run %s is closed", runID)
+	}
+	ev.ID = st.next
+	st.next++
+	st.events = append(st.events, ev)
+	st.bytes += len(ev.Data) + len(ev.Name)
+	for st.bytes > maxStreamBytes && len(st.events) > 1 {
+		st.bytes -= len(st.events[0].Data) + len(st.events[0].Name)
+		st.events[0] = Event{}
+		st.events = st.events[1:]
+		st.first++
+	}
+	close(st.wake)
+	st.wake = make(chan struct{})
+	return nil
+}
+
+func (b *memoryBroker) Close(runID string, retain time.Duration) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.streams[runID]
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	st.closed = true
+	close(st.wake)
+	st.wake = make(chan struct{})
+	size := st.bytes
+	st.mu.Unlock()
+	if retain <= 0 {
+		delete(b.streams, runID)
+	} else {
+		st.expireAt = b.now().Add(retain)
+		b.retained = append(b.retained, st)
+		b.retBytes += size
+	}
+	b.pruneLocked()
+	return nil
+}
+
+// pruneLocked drops ended streams whose retention is over, and the oldest
+// while they hold too much.
+func (b *memoryBroker) pruneLocked() {
+	now := b.now()
+	for len(b.retained) > 0 {
+		st := b.retained[0]
+		if !now.After(st.expireAt) && b.retBytes <= maxRetainedBytes {
+			break
+		}
+		b.retained[0] = nil
+		b.retained = b.retained[1:]
+		b.retBytes -= st.bytes
+		if b.streams[st.id] == st {
+			delete(b.streams, st.id)
+		}
+	}
+}
+
+func (b *memoryBroker) Subscribe(ctx context.Context, runID string, after int) (iter.Seq2[[]Event, error], bool) {
+	st := b.stream(runID)
+	if st == nil {
+		return nil, false
+	}
+	next := after + 1
+	if after < -1 {
+		st.mu.Lock()
+		next = st.next
+		st.mu.Unlock()
+	}
+	return func(yield func([]Event, error) bool) {
+		for {
+			st.mu.Lock()
+			if next < st.first {
+				if after != -1 || next > 0 {
+					st.mu.Unlock()
+					yield(nil, ErrStreamTrimmed)
+					return
+				}
+				next = st.first
+			}
+			var batch []Event
+			if i := next - st.first; i < len(st.events) {
+				batch = append([]Event(nil), st.events[i:]...)
+			}
+			closed, wake := st.closed, st.wake
+			st.mu.Unlock()
+			if len(batch) > 0 {
+				next = batch[len(batch)-1].ID + 1
+				if !yield(batch, nil) {
+					return
+				}
+				continue
+			}
+			if closed {
+				return
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				yield(nil, ctx.Err())
+				return
+			}
+		}
+	}, true
+}

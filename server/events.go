@@ -1,0 +1,486 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/jsonx"
+	"github.com/weftlabs/weft/llm"
+)
+
+// The stream modes a client may ask for.
+const (
+	modeValues        = "values"
+	modeUpdates       = "updates"
+	modeMessages      = "messages"
+	modeMessagesTuple = "messages-tuple"
+	modeCustom        = "custom"
+	modeDebug         = "debug"
+	modeTasks         = "tasks"
+	modeCheckpoints   = "checkpoints"
+	modeEvents        = "events"
+)
+
+var streamModes = []string{modeValues, modeMessages, modeMessagesTuple, modeUpdates, modeEvents, modeTasks, modeCheckpoints, modeDebug, modeCustom}
+
+// encoder turns a run's graph events into the API's stream events. It
+// also keeps what the run's end needs: the last values and the pending
+// interrupts.
+type encoder struct {
+	want      map[string]bool
+	subgraphs bool
+	// meta is the JSON of the metadata every messages event carries,
+	// without its closing brace, so that each event appends its task's.
+	meta []byte
+
+	// lastValues is the state after the last step (the root graph's);
+	// lastValuesJSON its JSON as the values stream sent it, with pending
+	// interrupts.
+	lastValues     *graph.State
+	lastValuesJSON []byte
+	interrupted    bool
+
+	// The legacy "messages" mode: chunks merged per message id, and the
+	// ids of messages already sent whole.
+	partial   map[string]llm.Chunk
+	completed map[string]bool
+}
+
+func newEncoder(modes []string, subgraphs bool, meta []byte) *encoder {
+	e := &encoder{want: map[string]bool{}, subgraphs: subgraphs, meta: meta}
+	for _, m := range modes {
+		e.want[m] = true
+	}
+	if e.want[modeMessages] {
+		e.partial, e.completed = map[string]llm.Chunk{}, map[string]bool{}
+	}
+	return e
+}
+
+// graphModes are the modes to run the graph with: what the client asked
+// for, and values and updates, which the run's end needs.
+func (e *encoder) graphModes() []graph.StreamMode {
+	out := []graph.StreamMode{graph.StreamValues, graph.StreamUpdates}
+	if e.want[modeMessages] || e.want[modeMessagesTuple] {
+		out = append(out, graph.StreamMessages)
+	}
+	for _, m := range []graph.StreamMode{graph.StreamCustom, graph.StreamDebug, graph.StreamTasks, graph.StreamCheckpoints} {
+		if e.want[string(m)] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// encode turns one graph event into zero or more stream events.
+func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) error) error {
+	root := len(ev.Namespace) == 0
+	if !root && !e.subgraphs {
+		return nil
+	}
+	name := func(mode string) string {
+		if root {
+			return mode
+		}
+		return mode + "|" + strings.Join(ev.Namespace, "|")
+	}
+	switch ev.Mode {
+	case graph.StreamValues:
+		s, _ := ev.Values()
+		var data []byte
+		if e.want[modeValues] || (root && e.want[modeMessages]) {
+			var err error
+			if data, err = json.Marshal(s); err != nil {
+				return err
+			}
+		}
+		if root {
+			// Encoded at the end only when no client asked for values.
+			e.lastValues, e.lastValuesJSON = &s, data
+		}
+		if e.want[modeMessages] && root {
+			if err := e.completeMessages(data, emit); err != nil {
+				return err
+			}
+		}
+		if e.want[modeValues] {
+			return emit(name(modeValues), data)
+		}
+	case graph.StreamUpdates:
+		u, _ := ev.Update()
+		if root && u.Node == "__interrupt__" {
+			e.interrupted = true
+		}
+		if e.want[modeUpdates] {
+			data, err := json.Marshal(u)
+			if err != nil {
+				return err
+			}
+			return emit(name(modeUpdates), data)
+		}
+	case graph.StreamMessages:
+		me, _ := ev.Message()
+		if e.want[modeMessagesTuple] {
+			data, err := e.messageTuple(me)
+			if err != nil {
+				return err
+			}
+			if err := emit(name(modeMessages), data); err != nil {
+				return err
+			}
+		}
+		if e.want[modeMessages] {
+			return e.partialMessage(me, emit)
+		}
+	case graph.StreamCustom:
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			return err
+		}
+		return emit(name(modeCustom), data)
+	case graph.StreamTasks:
+		data, err := json.Marshal(taskEventOut(ev.Data))
+		if err != nil {
+			return err
+		}
+		return emit(name(modeTasks), data)
+	case graph.StreamCheckpoints:
+		snap, _ := ev.Checkpoint()
+		data, err := json.Marshal(checkpointEventOut(snap))
+		if err != nil {
+			return err
+		}
+		return emit(name(modeCheckpoints), data)
+	case graph.StreamDebug:
+		d, _ := ev.Debug()
+		payload := d.Payload
+		switch p := d.Payload.(type) {
+		case graph.StateSnapshot:
+			payload = checkpointEventOut(p)
+		case graph.TaskStart, graph.TaskResult:
+			payload = taskEventOut(p)
+		case error:
+			payload = map[string]string{"error": p.Error()}
+		}
+		data, err := json.Marshal(map[string]any{"step": d.Step, "type": d.Type, "timestamp": apiTime(d.Timestamp), "payload": payload})
+		if err != nil {
+			return err
+		}
+		return emit(name(modeDebug), data)
+	}
+	return nil
+}
+
+// finalValues returns the JSON of the last values: what a wait or join of
+// the run answers. It is nil when the run made no step.
+func (e *encoder) finalValues() ([]byte, error) {
+	if e.lastValuesJSON != nil || e.lastValues == nil {
+		return e.lastValuesJSON, nil
+	}
+	var err error
+	e.lastValuesJSON, err = json.Marshal(*e.lastValues)
+	return e.lastValuesJSON, err
+}
+
+// messageTuple is a messages-tuple event: [message, metadata].
+func (e *encoder) messageTuple(me graph.MessageEvent) ([]byte, error) {
+	b := make([]byte, 0, 512+len(e.meta))
+	b = append(b, '[')
+	var err error
+	if b, err = appendMessage(b, me.Message); err != nil {
+		return nil, err
+	}
+	b = append(b, ',')
+	b = e.appendMeta(b, me)
+	return append(b, ']'), nil
+}
+
+// appendMeta appends the metadata of a messages event: the run's, and
+// the task's that made the message.
+func (e *encoder) appendMeta(b []byte, me graph.MessageEvent) []byte {
+	b = append(b, e.meta...)
+	b = append(b, `,"langgraph_step":`...)
+	b = strconv.AppendInt(b, int64(me.Step), 10)
+	b = append(b, `,"langgraph_node":`...)
+	b = jsonx.AppendString(b, me.Node, true)
+	b = append(b, `,"langgraph_triggers":[`...)
+	for i, t := range me.Triggers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonx.AppendString(b, t, true)
+	}
+	b = append(b, `],"langgraph_path":`...)
+	path, _ := json.Marshal(me.Path)
+	if me.Path == nil {
+		path = []byte("[]")
+	}
+	b = append(b, path...)
+	b = append(b, `,"langgraph_checkpoint_ns":`...)
+	b = jsonx.AppendString(b, me.Namespace, true)
+	b = append(b, `,"checkpoint_ns":`...)
+	b = jsonx.AppendString(b, me.Namespace, true)
+	return append(b, '}')
+}
+
+// appendMessage appends a streamed message as the API sends it: a model's
+// chunk as LangChain's AI message chunk (type "ai"), a message in
+// LangChain's form, anything else as its JSON.
+func appendMessage(b []byte, m any) ([]byte, error) {
+	switch m := m.(type) {
+	case llm.Chunk:
+		return appendChunk(b, m)
+	case llm.Message:
+		return m.AppendJSON(b)
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, data...), nil
+}
+
+// appendChunk writes a chunk as the reference server streams one: an AI
+// message with its pieces of tool calls, the calls whose arguments are
+// already whole, and the id all chunks of the reply share.
+func appendChunk(b []byte, c llm.Chunk) ([]byte, error) {
+	b = append(b, `{"content":`...)
+	b = jsonx.AppendString(b, c.Content, true)
+	b = append(b, `,"additional_kwargs":{},"response_metadata":`...)
+	if len(c.ResponseMetadata) == 0 {
+		b = append(b, "{}"...)
+	} else {
+		md, err := json.Marshal(c.ResponseMetadata)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, md...)
+	}
+	type callChunk struct {
+		Name  *string `json:"name"`
+		Args  *string `json:"args"`
+		ID    *string `json:"id"`
+		Index int     `json:"index"`
+		Type  string  `json:"type"`
+	}
+	type call struct {
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+		ID   string          `json:"id"`
+		Type string          `json:"type"`
+	}
+	ptr := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	chunks := make([]callChunk, 0, len(c.ToolCallChunks))
+	calls := []call{}
+	for _, tc := range c.ToolCallChunks {
+		chunks = append(chunks, callChunk{ptr(tc.Name), ptr(tc.Args), ptr(tc.ID), tc.Index, "tool_call_chunk"})
+		if tc.Name != "" {
+			if args, err := llm.ParseArgs(tc.Args); err == nil {
+				calls = append(calls, call{tc.Name, args, tc.ID, "tool_call"})
+			}
+		}
+	}
+	extra, err := json.Marshal(struct {
+		ToolCallChunks   []callChunk `json:"tool_call_chunks"`
+		ToolCalls        []call      `json:"tool_calls"`
+		InvalidToolCalls []any       `json:"invalid_tool_calls"`
+		Usage            *llm.Usage  `json:"usage_metadata,omitempty"`
+	}{chunks, calls, []any{}, c.Usage})
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, ',')
+	b = append(b, extra[1:len(extra)-1]...)
+	b = append(b, `,"id":`...)
+	b = jsonx.AppendString(b, c.ID, true)
+	return append(b, `,"type":"ai"}`...), nil
+}
+
+// partialMessage sends a chunk in the legacy messages mode: the message's
+// metadata the first time, then the chunks so far merged.
+func (e *encoder) partialMessage(me graph.MessageEvent, emit func(string, []byte) error) error {
+	c, ok := me.Message.(llm.Chunk)
+	if !ok || c.ID == "" {
+		return nil
+	}
+	prev, seen := e.partial[c.ID]
+	if !seen {
+		b := []byte(`{`)
+		b = jsonx.AppendString(b, c.ID, true)
+		b = append(b, `:{"metadata":`...)
+		b = e.appendMeta(b, me)
+		b = append(b, "}}"...)
+		if err := emit("messages/metadata", b); err != nil {
+			return err
+		}
+		e.partial[c.ID] = c
+	} else {
+		e.partial[c.ID] = llm.Merge(prev, c)
+	}
+	b, err := appendChunk([]byte{'['}, e.partial[c.ID])
+	if err != nil {
+		return err
+	}
+	return emit("messages/partial", append(b, ']'))
+}
+
+// completeMessages sends, in the legacy messages mode, the messages of a
+// values event that were not sent whole before.
+func (e *encoder) completeMessages(values []byte, emit func(string, []byte) error) error {
+	var state struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(values, &state) != nil {
+		return nil
+	}
+	var fresh [][]byte
+	for _, m := range state.Messages {
+		var id struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(m, &id) != nil || id.ID == "" || e.completed[id.ID] {
+			continue
+		}
+		e.completed[id.ID] = true
+		fresh = append(fresh, m)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	return emit("messages/complete", append(append([]byte{'['}, bytes.Join(fresh, []byte{','})...), ']'))
+}
+
+// taskEventOut is a tasks event: a task's start or its result.
+func taskEventOut(v any) any {
+	switch t := v.(type) {
+	case graph.TaskStart:
+		return map[string]any{"id": t.ID, "name": t.Name, "input": t.Input, "triggers": t.Triggers, "interrupts": []any{}}
+	case graph.TaskResult:
+		var errv any
+		if t.Error != "" {
+			errv = t.Error
+		}
+		its := t.Interrupts
+		if its == nil {
+			its = []graph.Interruption{}
+		}
+		return map[string]any{"id": t.ID, "name": t.Name, "result": t.Result, "interrupts": its, "error": errv}
+	}
+	return v
+}
+
+type configJSON struct {
+	Configurable map[string]string `json:"configurable"`
+}
+
+func configOut(c *checkpoint.Config) *configJSON {
+	if c == nil || c.ThreadID == "" {
+		return nil
+	}
+	return &configJSON{Configurable: map[string]string{"thread_id": c.ThreadID, "checkpoint_ns": c.Namespace, "checkpoint_id": c.CheckpointID}}
+}
+
+// checkpointEventOut is a checkpoints event: a checkpoint as it is made.
+func checkpointEventOut(snap graph.StateSnapshot) any {
+	tasks := make([]map[string]any, 0, len(snap.Tasks))
+	for _, t := range snap.Tasks {
+		its := t.Interrupts
+		if its == nil {
+			its = []graph.Interruption{}
+		}
+		task := map[string]any{"id": t.ID, "name": t.Name, "path": []any{"__pregel_pull", t.Name}, "interrupts": its}
+		if t.Error != "" {
+			task["error"] = t.Error
+		}
+		if t.Result != nil {
+			task["result"] = t.Result
+		}
+		tasks = append(tasks, task)
+	}
+	next := snap.Next
+	if next == nil {
+		next = []string{}
+	}
+	return map[string]any{
+		"config":            configOut(&snap.Config),
+		"parent_config":     configOut(snap.Parent),
+		"values":            snap.Values,
+		"metadata":          metadataOut(snap.Metadata),
+		"next":              next,
+		"tasks":             tasks,
+		"checkpoint":        checkpointOut(&snap.Config),
+		"parent_checkpoint": checkpointOut(snap.Parent),
+	}
+}
+
+// errorEvent is the data of a stream's error event: {"error": a name for
+// the kind of failure, as LangGraph's error class names go, "message"}.
+func errorEvent(err error) []byte {
+	name := "Error"
+	var ie *graph.InputError
+	switch {
+	case errors.As(err, &ie):
+		name = "InvalidInputError"
+	case errors.Is(err, graph.ErrRecursionLimit):
+		name = "GraphRecursionError"
+	case errors.Is(err, graph.ErrInvalidUpdate):
+		name = "InvalidUpdateError"
+	case errors.Is(err, graph.ErrInvalidInput):
+		name = "InvalidInputError"
+	case errors.Is(err, graph.ErrNodeTimeout), errors.Is(err, graph.ErrCheckpointerTimeout):
+		name = "TimeoutError"
+	case errors.Is(err, checkpoint.ErrLeaseLost):
+		name = "LeaseLostError"
+	case errors.Is(err, checkpoint.ErrCancelRequested), errors.Is(err, errCancelled):
+		name = "CancelledError"
+	}
+	data, _ := json.Marshal(map[string]string{"error": name, "message": err.Error()})
+	return data
+}
+
+// metadataEvent is the first event of a run's stream.
+func metadataEvent(runID string, attempt int) []byte {
+	data, _ := json.Marshal(struct {
+		RunID   string `json:"run_id"`
+		Attempt int    `json:"attempt"`
+	}{runID, attempt})
+	return data
+}
+
+// runMeta is the JSON of the metadata messages events carry (the run's
+// metadata and where it runs), without its closing brace.
+func runMeta(runMetadata json.RawMessage, threadID, runID string, attempt int) []byte {
+	var m map[string]any
+	_ = json.Unmarshal(runMetadata, &m)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["run_attempt"] = attempt
+	m["langgraph_version"] = "weft"
+	m["langgraph_plan"] = "developer"
+	m["langgraph_host"] = "self-hosted"
+	m["thread_id"] = threadID
+	m["run_id"] = runID
+	rest, _ := json.Marshal(m)
+	b := []byte(`{"tags":[]`)
+	if len(rest) > 2 {
+		b = append(b, ',')
+		b = append(b, rest[1:len(rest)-1]...)
+	}
+	return b
+}
+
+// keepAliveEvery is how often a wait request writes a newline while its
+// run goes on, so proxies keep the connection.
+const keepAliveEvery = time.Second

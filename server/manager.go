@@ -1,0 +1,770 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/ids"
+	"github.com/weftlabs/weft/server/internal/records"
+)
+
+// manager executes the runs this process accepted or took over: a bounded
+// pool of workers, one goroutine per executing run, runs of one thread one
+// at a time and in order.
+type manager struct {
+	s      *Server
+	worker string
+	broker Broker
+	sem    chan struct{}
+
+	leaseTTL, workerTTL, retain time.Duration
+	durability                  graph.Durability
+
+	// base is the parent of every run's context; stop cancels the
+	// heartbeat loop.
+	base     context.Context
+	stop     context.CancelFunc
+	loopDone chan struct{}
+
+	mu      sync.Mutex
+	runs    map[string]*liveRun    // the runs this process holds, by id
+	lines   map[string]*threadLine // per thread: the run executing and those waiting
+	closing bool
+	wg      sync.WaitGroup // goroutines executing runs
+}
+
+// threadLine is a thread's runs in this process: at most one executing,
+// the others waiting their turn in creation order.
+type threadLine struct {
+	active *liveRun
+	queue  []*liveRun
+}
+
+// liveRun is a run this process holds.
+type liveRun struct {
+	rec   records.Run
+	kw    runKwargs
+	graph *servedGraph
+	// recovered marks a run taken over from a process that died: it
+	// continues from its last checkpoint when it got that far.
+	recovered bool
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// launched is set once the run may start (its creator subscribed to
+	// its stream); executing once it left the queue. Both under
+	// manager.mu.
+	launched, executing bool
+
+	// done closes when the run ended; status and result are set before.
+	done      chan struct{}
+	closeOnce sync.Once
+	status    string
+	// result is what a wait or a join answers: the last values, or
+	// {"__error__": ...}.
+	result json.RawMessage
+}
+
+// cancelCause is why a run was stopped: a client's cancel (action
+// interrupt or rollback) or the server's shutdown.
+type cancelCause struct{ action string }
+
+func (c *cancelCause) Error() string { return "server: run cancelled (" + c.action + ")" }
+
+// Is makes errors.Is(err, errCancelled) true.
+func (c *cancelCause) Is(target error) bool { return target == errCancelled }
+
+var errCancelled = errors.New("server: run cancelled")
+
+const actionShutdown = "shutdown"
+
+func newManager(s *Server) *manager {
+	o := s.opts
+	m := &manager{
+		s:          s,
+		worker:     ids.TimeOrdered(),
+		broker:     newMemoryBroker(),
+		leaseTTL:   o.LeaseTTL,
+		workerTTL:  o.WorkerTTL,
+		retain:     o.StreamRetention,
+		durability: o.Durability,
+		runs:       map[string]*liveRun{},
+		lines:      map[string]*threadLine{},
+	}
+	if m.workerTTL <= 0 {
+		m.workerTTL = DefaultWorkerTTL
+	}
+	if m.retain <= 0 {
+		m.retain = DefaultStreamRetention
+	}
+	if m.durability == "" {
+		m.durability = graph.DurabilityAsync
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	m.sem = make(chan struct{}, workers)
+	m.base, m.stop = context.WithCancel(context.Background())
+	return m
+}
+
+// start records this process as alive, takes over the runs of processes
+// that died, and keeps doing both in the background.
+func (m *manager) start(ctx context.Context) error {
+	if err := m.s.rec.Heartbeat(ctx, m.worker); err != nil {
+		return fmt.Errorf("server: recording this process: %w", err)
+	}
+	m.recover(ctx)
+	m.loopDone = make(chan struct{})
+	go m.loop()
+	return nil
+}
+
+func (m *manager) loop() {
+	defer close(m.loopDone)
+	t := time.NewTicker(m.workerTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.base.Done():
+			return
+		case <-t.C:
+		}
+		if err := m.s.rec.Heartbeat(m.base, m.worker); err != nil && m.base.Err() == nil {
+			m.s.log.Warn("server: heartbeat failed; other processes may take over this one's runs", "err", err)
+		}
+		m.recover(m.base)
+	}
+}
+
+// recover takes over the runs of processes without a heartbeat.
+func (m *manager) recover(ctx context.Context) {
+	if m.isClosing() {
+		return
+	}
+	for {
+		runs, err := m.s.rec.ClaimOrphans(ctx, m.worker, m.workerTTL, 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.s.log.Warn("server: taking over runs of stopped processes", "err", err)
+			}
+			return
+		}
+		for _, rec := range runs {
+			m.s.log.Info("server: taking over a run", "run_id", rec.ID, "thread_id", rec.ThreadID, "status", rec.Status, "attempt", rec.Attempt)
+			lr, err := m.adopt(rec)
+			if err != nil {
+				m.s.log.Error("server: a run taken over cannot run", "run_id", rec.ID, "err", err)
+				m.failStored(rec, err)
+				continue
+			}
+			m.launch(lr)
+		}
+		if len(runs) < 100 {
+			return
+		}
+	}
+}
+
+// adopt makes a live run of a stored one taken over.
+func (m *manager) adopt(rec records.Run) (*liveRun, error) {
+	kw, err := decodeKwargs(rec.Kwargs)
+	if err != nil {
+		return nil, err
+	}
+	a, err := m.s.rec.GetAssistant(m.base, rec.Owner, rec.AssistantID)
+	if err != nil {
+		return nil, fmt.Errorf("assistant %s: %w", rec.AssistantID, err)
+	}
+	g, ok := m.s.graphs[a.GraphID]
+	if !ok {
+		return nil, fmt.Errorf("graph %q is not served by this process", a.GraphID)
+	}
+	lr := m.newLive(rec, kw, g)
+	lr.recovered = true
+	if err := m.broker.Open(rec.ID); err != nil {
+		return nil, err
+	}
+	m.enqueue(lr)
+	return lr, nil
+}
+
+// failStored records the failure of a stored run this process cannot
+// execute.
+func (m *manager) failStored(rec records.Run, cause error) {
+	ctx := context.WithoutCancel(m.base)
+	if _, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunError, ThreadStatus: records.ThreadError}); err != nil {
+		m.s.log.Error("server: recording a run's failure", "run_id", rec.ID, "err", err, "cause", cause)
+	}
+}
+
+func (m *manager) isClosing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closing
+}
+
+func (m *manager) newLive(rec records.Run, kw runKwargs, g *servedGraph) *liveRun {
+	lr := &liveRun{rec: rec, kw: kw, graph: g, done: make(chan struct{})}
+	lr.ctx, lr.cancel = context.WithCancelCause(m.base)
+	return lr
+}
+
+// enqueue puts a run in its thread's line, not yet launched.
+func (m *manager) enqueue(lr *liveRun) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runs[lr.rec.ID] = lr
+	line := m.lines[lr.rec.ThreadID]
+	if line == nil {
+		line = &threadLine{}
+		m.lines[lr.rec.ThreadID] = line
+	}
+	line.queue = append(line.queue, lr)
+}
+
+// launch lets a run start when its turn comes, after its delay.
+func (m *manager) launch(lr *liveRun) {
+	if d := time.Duration(lr.kw.AfterSeconds * float64(time.Second)); d > 0 && !lr.recovered {
+		time.AfterFunc(d, func() { m.launchNow(lr) })
+		return
+	}
+	m.launchNow(lr)
+}
+
+func (m *manager) launchNow(lr *liveRun) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lr.launched = true
+	m.pumpLocked(lr.rec.ThreadID)
+}
+
+// pumpLocked starts the next run of a thread when none executes.
+func (m *manager) pumpLocked(threadID string) {
+	line := m.lines[threadID]
+	if line == nil || line.active != nil {
+		return
+	}
+	if len(line.queue) == 0 {
+		delete(m.lines, threadID)
+		return
+	}
+	head := line.queue[0]
+	if !head.launched || m.closing {
+		return
+	}
+	line.queue = line.queue[1:]
+	line.active = head
+	head.executing = true
+	m.wg.Add(1)
+	go m.execute(head)
+}
+
+// execute runs lr to its end, then lets its thread's next run start.
+func (m *manager) execute(lr *liveRun) {
+	defer m.wg.Done()
+	m.run(lr)
+	m.mu.Lock()
+	if line := m.lines[lr.rec.ThreadID]; line != nil && line.active == lr {
+		line.active = nil
+		m.pumpLocked(lr.rec.ThreadID)
+	}
+	if !lr.kw.Resumable {
+		delete(m.runs, lr.rec.ID)
+	}
+	m.mu.Unlock()
+	if lr.kw.Resumable {
+		time.AfterFunc(m.retain, func() {
+			m.mu.Lock()
+			if m.runs[lr.rec.ID] == lr {
+				delete(m.runs, lr.rec.ID)
+			}
+			m.mu.Unlock()
+		})
+	}
+}
+
+// durable is a context for the writes that record a run's end: they must
+// happen even when the run was cancelled (records bounds each call).
+func durable(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+func (m *manager) publish(lr *liveRun, name string, data []byte) error {
+	return m.broker.Publish(lr.rec.ID, Event{Name: name, Data: data})
+}
+
+func (m *manager) info(lr *liveRun) RunInfo {
+	return RunInfo{RunID: lr.rec.ID, ThreadID: lr.rec.ThreadID, AssistantID: lr.rec.AssistantID, GraphID: lr.graph.id, User: lr.rec.Owner, Attempt: lr.rec.Attempt}
+}
+
+// run executes lr: a worker, the thread's lease, the graph; then records
+// how it ended.
+func (m *manager) run(lr *liveRun) {
+	ctx := lr.ctx
+	threadID := lr.rec.ThreadID
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		m.endBeforeStart(lr)
+		return
+	}
+	defer func() { <-m.sem }()
+	lease, err := m.s.saver.Acquire(ctx, threadID, checkpoint.LeaseOptions{TTL: m.leaseTTL, Wait: true, RunID: lr.rec.ID})
+	if err != nil {
+		if ctx.Err() != nil {
+			m.endBeforeStart(lr)
+			return
+		}
+		m.end(lr, nil, fmt.Errorf("taking thread %s: %w", threadID, err), nil)
+		return
+	}
+	defer func() {
+		if err := lease.Release(durable(ctx)); err != nil {
+			m.s.log.Warn("server: releasing a thread; it frees itself when its lease expires", "thread_id", threadID, "err", err)
+		}
+	}()
+	if m.isClosing() {
+		m.endBeforeStart(lr)
+		return
+	}
+	ok, err := m.s.rec.MarkRunning(ctx, lr.rec.ID, m.worker)
+	if err != nil {
+		if ctx.Err() != nil {
+			m.endBeforeStart(lr)
+			return
+		}
+		m.end(lr, nil, fmt.Errorf("recording the run's start: %w", err), nil)
+		return
+	}
+	if !ok {
+		// Cancelled while it waited, or taken over by another process:
+		// what is recorded stands.
+		m.endNotOurs(lr)
+		return
+	}
+	lr.rec.Status = records.RunRunning
+	if h := m.s.opts.Hooks.OnStart; h != nil {
+		h(ctx, m.info(lr))
+	}
+	enc := newEncoder(lr.kw.StreamMode, lr.kw.Subgraphs, runMeta(lr.rec.Metadata, threadID, lr.rec.ID, lr.rec.Attempt))
+	_ = m.publish(lr, "metadata", metadataEvent(lr.rec.ID, lr.rec.Attempt))
+	runErr := m.stream(ctx, lr, lease, enc)
+	m.end(lr, enc, runErr, lease)
+}
+
+// stream runs the graph and publishes its events.
+func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lease, enc *encoder) error {
+	g := lr.graph.g
+	in, err := m.input(ctx, lr)
+	if err != nil {
+		return err
+	}
+	opts := &graph.RunOptions{
+		ThreadID:        lr.rec.ThreadID,
+		Lease:           lease,
+		StreamModes:     enc.graphModes(),
+		Subgraphs:       lr.kw.Subgraphs,
+		CheckpointID:    lr.kw.CheckpointID,
+		InterruptBefore: lr.kw.InterruptBefore,
+		InterruptAfter:  lr.kw.InterruptAfter,
+		Metadata:        m.checkpointMeta(lr),
+		Durability:      m.durability,
+	}
+	if lr.kw.Durability != "" {
+		opts.Durability = graph.Durability(lr.kw.Durability)
+	}
+	var cfg runConfig
+	if json.Unmarshal(lr.kw.Config, &cfg) == nil && cfg.RecursionLimit > 0 {
+		opts.RecursionLimit = cfg.RecursionLimit
+	}
+	emit := func(name string, data []byte) error { return m.publish(lr, name, data) }
+	for ev, err := range g.Stream(ctx, in, opts) {
+		if err != nil {
+			return err
+		}
+		if err := enc.encode(ev, emit); err != nil {
+			return fmt.Errorf("encoding a %s event: %w", ev.Mode, err)
+		}
+	}
+	return nil
+}
+
+// input is what the graph runs with: the run's input or command, or, for
+// a run taken over that had got as far as its first checkpoint, nothing:
+// it continues from its thread's last checkpoint.
+func (m *manager) input(ctx context.Context, lr *liveRun) (graph.Update, error) {
+	g := lr.graph.g
+	if lr.recovered {
+		tctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+		t, err := m.s.saver.Get(tctx, checkpoint.Config{ThreadID: lr.rec.ThreadID})
+		cancel()
+		if err != nil {
+			return graph.Update{}, err
+		}
+		if t != nil && t.Metadata.Extra["run_id"] == lr.rec.ID {
+			return graph.Update{}, nil
+		}
+	}
+	if lr.kw.Command != nil {
+		return commandUpdate(g, lr.kw.Command)
+	}
+	return g.DecodeInput(lr.kw.Input)
+}
+
+// checkpointMeta is saved with each checkpoint of the run: its metadata
+// and which run made it (a run taken over finds its own checkpoints by
+// it).
+func (m *manager) checkpointMeta(lr *liveRun) map[string]any {
+	meta := map[string]any{}
+	_ = json.Unmarshal(lr.rec.Metadata, &meta)
+	meta["run_id"] = lr.rec.ID
+	meta["thread_id"] = lr.rec.ThreadID
+	meta["assistant_id"] = lr.rec.AssistantID
+	meta["graph_id"] = lr.graph.id
+	meta["run_attempt"] = lr.rec.Attempt
+	return meta
+}
+
+// cause is why lr's context ended, when it was cancelled.
+func cause(lr *liveRun) *cancelCause {
+	var c *cancelCause
+	if errors.As(context.Cause(lr.ctx), &c) {
+		return c
+	}
+	return nil
+}
+
+// end records how a run that started ended, publishes its last event,
+// and wakes who waits for it.
+func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint.Lease) {
+	ctx := durable(lr.ctx)
+	c := cause(lr)
+	if runErr != nil && c != nil && c.action == actionShutdown {
+		// Left for another process, or this one's next start, to resume.
+		if err := m.s.rec.ReleaseRuns(ctx, m.worker, []string{lr.rec.ID}); err != nil {
+			m.s.log.Error("server: leaving a run to resume", "run_id", lr.rec.ID, "err", err)
+		}
+		m.closeRun(lr, records.RunPending, nil, runErr)
+		return
+	}
+	var values json.RawMessage
+	if enc != nil {
+		v, err := enc.finalValues()
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+		values = v
+	}
+	status, threadStatus := records.RunSuccess, records.ThreadIdle
+	interrupts := json.RawMessage("{}")
+	cancelled := runErr != nil && (c != nil || errors.Is(runErr, checkpoint.ErrCancelRequested))
+	switch {
+	case runErr == nil && enc != nil && enc.interrupted:
+		threadStatus = records.ThreadInterrupted
+		if v, its, err := m.threadState(ctx, lr); err == nil {
+			values, interrupts = v, its
+		} else {
+			m.s.log.Warn("server: reading an interrupted thread's state", "thread_id", lr.rec.ThreadID, "err", err)
+		}
+	case cancelled:
+		status = records.RunInterrupted
+	case runErr != nil:
+		status, threadStatus = records.RunError, records.ThreadError
+		interrupts = nil
+	}
+	rollback := cancelled && c != nil && c.action == records.MultitaskRollback
+	if !rollback {
+		if _, err := m.s.rec.FinishRun(ctx, records.Finish{
+			RunID: lr.rec.ID, ThreadID: lr.rec.ThreadID, Worker: m.worker,
+			Status: status, ThreadStatus: threadStatus, Values: values, Interrupts: interrupts,
+		}); err != nil {
+			m.s.log.Error("server: recording a run's end", "run_id", lr.rec.ID, "err", err)
+		}
+	}
+	if runErr != nil && !cancelled {
+		_ = m.publish(lr, "error", errorEvent(runErr))
+		m.s.log.Warn("server: run failed", "run_id", lr.rec.ID, "thread_id", lr.rec.ThreadID, "err", runErr)
+	}
+	if rollback {
+		m.rollback(ctx, lr.rec, lease)
+	}
+	if lr.kw.Temporary {
+		m.dropTemporary(ctx, lr.rec)
+	}
+	m.closeRun(lr, status, values, runErr)
+}
+
+// threadState reads a thread's values and pending interrupts by task.
+func (m *manager) threadState(ctx context.Context, lr *liveRun) (values, interrupts json.RawMessage, err error) {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	snap, err := lr.graph.g.GetState(ctx, checkpoint.Config{ThreadID: lr.rec.ThreadID}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if values, err = json.Marshal(snap.Values); err != nil {
+		return nil, nil, err
+	}
+	interrupts, err = json.Marshal(interruptsByTask(snap))
+	return values, interrupts, err
+}
+
+// closeRun ends a run's stream and wakes who waits for it, once.
+func (m *manager) closeRun(lr *liveRun, status string, values json.RawMessage, runErr error) {
+	lr.closeOnce.Do(func() { m.closeRunOnce(lr, status, values, runErr) })
+}
+
+func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessage, runErr error) {
+	retain := time.Duration(0)
+	if lr.kw.Resumable {
+		retain = m.retain
+	}
+	if err := m.broker.Close(lr.rec.ID, retain); err != nil {
+		m.s.log.Warn("server: closing a run's stream", "run_id", lr.rec.ID, "err", err)
+	}
+	lr.status = status
+	switch {
+	case runErr != nil && status == records.RunError:
+		var e map[string]string
+		_ = json.Unmarshal(errorEvent(runErr), &e)
+		lr.result, _ = json.Marshal(map[string]any{"__error__": e})
+	default:
+		lr.result = values
+	}
+	close(lr.done)
+	if h := m.s.opts.Hooks.OnEnd; h != nil && status != records.RunPending {
+		h(lr.ctx, m.info(lr), status, runErr)
+	}
+}
+
+// endBeforeStart ends a run stopped before it started: cancelled, or left
+// pending by a shutdown.
+func (m *manager) endBeforeStart(lr *liveRun) {
+	ctx := durable(lr.ctx)
+	c := cause(lr)
+	if c == nil || c.action == actionShutdown {
+		m.closeRun(lr, records.RunPending, nil, nil)
+		return
+	}
+	if _, err := m.s.rec.CancelPending(ctx, lr.rec.Owner, lr.rec.ThreadID, []string{lr.rec.ID}, c.action == records.MultitaskRollback); err != nil {
+		m.s.log.Error("server: recording a cancelled run", "run_id", lr.rec.ID, "err", err)
+	}
+	m.closeRun(lr, records.RunInterrupted, nil, nil)
+}
+
+// endNotOurs ends a run whose record says another process, or a cancel,
+// decided its fate.
+func (m *manager) endNotOurs(lr *liveRun) {
+	status := records.RunInterrupted
+	if rec, err := m.s.rec.GetRun(durable(lr.ctx), lr.rec.Owner, lr.rec.ThreadID, lr.rec.ID); err == nil {
+		status = rec.Status
+	}
+	m.closeRun(lr, status, nil, nil)
+}
+
+// dropTemporary deletes the thread of a stateless run.
+func (m *manager) dropTemporary(ctx context.Context, rec records.Run) {
+	if err := m.s.rec.DeleteThread(ctx, rec.Owner, rec.ThreadID); err != nil && !errors.Is(err, records.ErrNotFound) {
+		m.s.log.Warn("server: deleting a stateless run's thread", "thread_id", rec.ThreadID, "err", err)
+	}
+	if err := m.s.deleteCheckpoints(ctx, rec.ThreadID); err != nil {
+		m.s.log.Warn("server: deleting a stateless run's checkpoints", "thread_id", rec.ThreadID, "err", err)
+	}
+}
+
+// rollback deletes a cancelled run and what it wrote. The checkpoints it
+// made stay until the checkpoint saver can rewind a thread; the thread's
+// record is set back to idle.
+func (m *manager) rollback(ctx context.Context, rec records.Run, _ *checkpoint.Lease) {
+	if err := m.s.rec.RemoveRun(ctx, rec.ID); err != nil {
+		m.s.log.Error("server: deleting a rolled back run", "run_id", rec.ID, "err", err)
+	}
+	if _, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunInterrupted, ThreadStatus: records.ThreadIdle}); err != nil {
+		m.s.log.Error("server: recording a rolled back run's thread", "thread_id", rec.ThreadID, "err", err)
+	}
+}
+
+// ---------------------------------------------------------------- cancel
+
+// cancel stops runs of a thread: those waiting are marked interrupted (or
+// deleted, for rollback) at once, those executing here are cancelled, and
+// those executing in another process are asked to stop through their
+// thread's lease. With wait it returns once they all ended.
+func (m *manager) cancel(ctx context.Context, owner, threadID string, runIDs []string, action string, wait bool) error {
+	var waits []<-chan struct{}
+	var remote []string
+	for _, id := range runIDs {
+		m.mu.Lock()
+		lr := m.runs[id]
+		if lr == nil || lr.rec.ThreadID != threadID || lr.rec.Owner != owner {
+			m.mu.Unlock()
+			remote = append(remote, id)
+			continue
+		}
+		waits = append(waits, lr.done)
+		if !lr.executing {
+			m.dequeueLocked(lr)
+			m.mu.Unlock()
+			lr.cancel(&cancelCause{action: action})
+			m.endBeforeStart(lr)
+			continue
+		}
+		m.mu.Unlock()
+		lr.cancel(&cancelCause{action: action})
+	}
+	if len(remote) > 0 {
+		done, err := m.s.rec.CancelPending(ctx, owner, threadID, remote, action == records.MultitaskRollback)
+		if err != nil {
+			return err
+		}
+		if len(done) < len(remote) {
+			// Some run is executing in another process: ask its holder of
+			// the thread to stop.
+			if _, err := m.s.saver.RequestCancel(ctx, threadID); err != nil {
+				return err
+			}
+		}
+	}
+	if !wait {
+		return nil
+	}
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, id := range remote {
+		if err := m.waitStored(ctx, owner, threadID, id); err != nil && !errors.Is(err, records.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// dequeueLocked removes a run that did not start from its thread's line.
+func (m *manager) dequeueLocked(lr *liveRun) {
+	delete(m.runs, lr.rec.ID)
+	line := m.lines[lr.rec.ThreadID]
+	if line == nil {
+		return
+	}
+	for i, q := range line.queue {
+		if q == lr {
+			line.queue = append(line.queue[:i], line.queue[i+1:]...)
+			break
+		}
+	}
+	m.pumpLocked(lr.rec.ThreadID)
+}
+
+// waitStored waits for a run another process holds to end, reading its
+// record with backoff.
+func (m *manager) waitStored(ctx context.Context, owner, threadID, runID string) error {
+	delay := 10 * time.Millisecond
+	for {
+		rec, err := m.s.rec.GetRun(ctx, owner, threadID, runID)
+		if err != nil {
+			return err
+		}
+		if rec.Status != records.RunPending && rec.Status != records.RunRunning {
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+// stopThread cancels every run of a thread and waits for them: before the
+// thread is deleted.
+func (m *manager) stopThread(ctx context.Context, threadID string) error {
+	active, err := m.s.rec.ActiveRuns(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	if len(active) == 0 {
+		return nil
+	}
+	ids := make([]string, len(active))
+	for i, r := range active {
+		ids[i] = r.ID
+	}
+	return m.cancel(ctx, active[0].Owner, threadID, ids, records.MultitaskInterrupt, true)
+}
+
+// ---------------------------------------------------------------- wait
+
+// live returns the run this process holds, if it is owner's on threadID.
+func (m *manager) live(owner, threadID, runID string) *liveRun {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lr := m.runs[runID]
+	if lr == nil || lr.rec.Owner != owner || (threadID != "" && lr.rec.ThreadID != threadID) {
+		return nil
+	}
+	return lr
+}
+
+// ---------------------------------------------------------------- shutdown
+
+// shutdown stops taking runs, waits for the runs executing until ctx ends,
+// then stops those left and leaves them pending for a later start.
+func (m *manager) shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
+	finished := make(chan struct{})
+	go func() { m.wg.Wait(); close(finished) }()
+	var err error
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		err = ctx.Err()
+		m.mu.Lock()
+		var waiting []*liveRun
+		for _, lr := range m.runs {
+			lr.cancel(&cancelCause{action: actionShutdown})
+			if !lr.executing {
+				waiting = append(waiting, lr)
+			}
+		}
+		m.mu.Unlock()
+		for _, lr := range waiting {
+			// Never started: still pending in the database, for the next
+			// start; those waiting for it are told it ended here.
+			m.closeRun(lr, records.RunPending, nil, nil)
+		}
+		// A node that ignores its context could hold on forever: give
+		// the runs a moment to save, then go; their leases expire.
+		select {
+		case <-finished:
+		case <-time.After(5 * time.Second):
+			m.s.log.Warn("server: some runs did not stop when asked; another process takes them over once their leases expire")
+		}
+	}
+	m.stop()
+	if m.loopDone != nil {
+		<-m.loopDone
+	}
+	// Forget this process at once, so that another may take over the
+	// runs it leaves without waiting for its heartbeat to grow old.
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if rerr := m.s.rec.RemoveWorker(rctx, m.worker); rerr != nil {
+		m.s.log.Warn("server: forgetting this process; its runs are taken over once its heartbeat is old", "err", rerr)
+	}
+	return err
+}

@@ -1,0 +1,367 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/server/internal/api"
+	"github.com/weftlabs/weft/server/internal/records"
+)
+
+// commandJSON is a run's command: resume an interrupt, update the state,
+// go to nodes.
+type commandJSON struct {
+	Resume json.RawMessage `json:"resume,omitempty"`
+	Update json.RawMessage `json:"update,omitempty"`
+	Goto   json.RawMessage `json:"goto,omitempty"`
+}
+
+// runRequest is the body of the run endpoints.
+type runRequest struct {
+	AssistantID       *string         `json:"assistant_id"`
+	Input             json.RawMessage `json:"input"`
+	Command           *commandJSON    `json:"command"`
+	Metadata          json.RawMessage `json:"metadata"`
+	Config            json.RawMessage `json:"config"`
+	Context           json.RawMessage `json:"context"`
+	Webhook           string          `json:"webhook"`
+	InterruptBefore   json.RawMessage `json:"interrupt_before"`
+	InterruptAfter    json.RawMessage `json:"interrupt_after"`
+	OnDisconnect      string          `json:"on_disconnect"`
+	MultitaskStrategy string          `json:"multitask_strategy"`
+	StreamMode        json.RawMessage `json:"stream_mode"`
+	StreamSubgraphs   bool            `json:"stream_subgraphs"`
+	StreamResumable   bool            `json:"stream_resumable"`
+	AfterSeconds      *float64        `json:"after_seconds"`
+	IfNotExists       string          `json:"if_not_exists"`
+	OnCompletion      string          `json:"on_completion"`
+	FeedbackKeys      json.RawMessage `json:"feedback_keys"`
+	CheckpointID      string          `json:"checkpoint_id"`
+	Checkpoint        *checkpointRef  `json:"checkpoint"`
+	Durability        string          `json:"durability"`
+	CheckpointDuring  *bool           `json:"checkpoint_during"`
+}
+
+// runKwargs is what a run was asked to do, as stored with it (the API's
+// run.kwargs).
+type runKwargs struct {
+	Input           json.RawMessage `json:"input"`
+	Command         *commandJSON    `json:"command,omitempty"`
+	Config          json.RawMessage `json:"config"`
+	Context         json.RawMessage `json:"context"`
+	StreamMode      []string        `json:"stream_mode"`
+	InterruptBefore []string        `json:"interrupt_before,omitempty"`
+	InterruptAfter  []string        `json:"interrupt_after,omitempty"`
+	Webhook         string          `json:"webhook,omitempty"`
+	Temporary       bool            `json:"temporary"`
+	Subgraphs       bool            `json:"subgraphs"`
+	Resumable       bool            `json:"resumable"`
+	CheckpointID    string          `json:"checkpoint_id,omitempty"`
+	CheckpointNS    string          `json:"checkpoint_ns,omitempty"`
+	Durability      string          `json:"durability,omitempty"`
+	OnDisconnect    string          `json:"on_disconnect,omitempty"`
+	AfterSeconds    float64         `json:"after_seconds,omitempty"`
+}
+
+// decodeKwargs reads stored kwargs; what cannot be read is an error, not
+// a panic.
+func decodeKwargs(raw []byte) (runKwargs, error) {
+	var kw runKwargs
+	if err := json.Unmarshal(raw, &kw); err != nil {
+		return runKwargs{}, fmt.Errorf("%w: run kwargs: %v", records.ErrCorrupt, err)
+	}
+	return kw, nil
+}
+
+// runConfig is the part of a run's config the server reads.
+type runConfig struct {
+	RecursionLimit int `json:"recursion_limit"`
+}
+
+// nodeList reads interrupt_before/after: "*" or a list of node names.
+func nodeList(raw json.RawMessage, field string) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var all string
+	if json.Unmarshal(raw, &all) == nil {
+		if all != "*" {
+			return nil, enumIssue(field, all, "*")
+		}
+		return []string{graph.All}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, api.Invalid(api.TypeIssue("array", kindOf(raw), field))
+	}
+	return list, nil
+}
+
+// streamModeList reads stream_mode: one mode or a list; none is values.
+func streamModeList(raw json.RawMessage) ([]string, error) {
+	var list []string
+	if len(raw) > 0 && string(raw) != "null" {
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			list = []string{one}
+		} else if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, api.Invalid(api.TypeIssue("array", kindOf(raw), "stream_mode"))
+		}
+	}
+	for i, m := range list {
+		if !slices.Contains(streamModes, m) {
+			iss := api.Issue{Code: "invalid_enum_value", Received: m, Path: []any{"stream_mode", i},
+				Message: "Invalid enum value. Expected '" + strings.Join(streamModes, "' | '") + "', received '" + m + "'"}
+			return nil, api.Invalid(iss)
+		}
+	}
+	if len(list) == 0 {
+		list = []string{modeValues}
+	}
+	return list, nil
+}
+
+// validate checks a run request's fields, naming the first that is wrong.
+func (req *runRequest) validate() error {
+	if req.AssistantID == nil || *req.AssistantID == "" {
+		return api.Invalid(api.TypeIssue("string", "undefined", "assistant_id"))
+	}
+	checks := []struct {
+		v       string
+		field   string
+		options []string
+	}{
+		{req.MultitaskStrategy, "multitask_strategy", []string{records.MultitaskReject, records.MultitaskRollback, records.MultitaskInterrupt, records.MultitaskEnqueue}},
+		{req.OnDisconnect, "on_disconnect", []string{"cancel", "continue"}},
+		{req.IfNotExists, "if_not_exists", []string{"reject", "create"}},
+		{req.OnCompletion, "on_completion", []string{"delete", "keep"}},
+		{req.Durability, "durability", []string{string(graph.DurabilitySync), string(graph.DurabilityAsync), string(graph.DurabilityExit)}},
+	}
+	for _, c := range checks {
+		if c.v != "" && !slices.Contains(c.options, c.v) {
+			return enumIssue(c.field, c.v, c.options...)
+		}
+	}
+	for _, f := range []struct {
+		raw  json.RawMessage
+		name string
+	}{{req.Metadata, "metadata"}, {req.Config, "config"}} {
+		if err := jsonObject(f.raw, f.name); err != nil {
+			return err
+		}
+	}
+	if len(req.Config) > 0 && string(req.Config) != "null" {
+		var c runConfig
+		if err := json.Unmarshal(req.Config, &c); err != nil {
+			return api.Invalid(api.TypeIssue("number", "string", "config", "recursion_limit"))
+		}
+		if c.RecursionLimit < 0 {
+			return api.Invalid(api.Field("Number must be greater than or equal to 1", "config", "recursion_limit"))
+		}
+	}
+	if req.AfterSeconds != nil && *req.AfterSeconds < 0 {
+		return api.Invalid(api.Field("Number must be greater than or equal to 0", "after_seconds"))
+	}
+	if req.CheckpointID != "" {
+		if _, err := uuid.Parse(req.CheckpointID); err != nil {
+			return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"checkpoint_id"}, Message: "Invalid uuid"})
+		}
+	}
+	return nil
+}
+
+// kwargs builds what is stored with the run. Request headers x-* (but the
+// credentials) and user-agent go into config.configurable, as LangGraph's
+// servers pass them to the graph.
+func (req *runRequest) kwargs(r *http.Request, temporary bool) (runKwargs, error) {
+	modes, err := streamModeList(req.StreamMode)
+	if err != nil {
+		return runKwargs{}, err
+	}
+	kw := runKwargs{
+		Input: req.Input, Command: req.Command, Context: req.Context, StreamMode: modes, Webhook: req.Webhook,
+		Temporary: temporary, Subgraphs: req.StreamSubgraphs, Resumable: req.StreamResumable,
+		CheckpointID: req.CheckpointID, Durability: req.Durability, OnDisconnect: req.OnDisconnect,
+	}
+	if req.AfterSeconds != nil {
+		kw.AfterSeconds = *req.AfterSeconds
+	}
+	if req.Checkpoint != nil {
+		kw.CheckpointID, kw.CheckpointNS = req.Checkpoint.CheckpointID, req.Checkpoint.CheckpointNS
+	}
+	if req.CheckpointDuring != nil && !*req.CheckpointDuring && kw.Durability == "" {
+		kw.Durability = string(graph.DurabilityExit)
+	}
+	if kw.InterruptBefore, err = nodeList(req.InterruptBefore, "interrupt_before"); err != nil {
+		return runKwargs{}, err
+	}
+	if kw.InterruptAfter, err = nodeList(req.InterruptAfter, "interrupt_after"); err != nil {
+		return runKwargs{}, err
+	}
+	if len(kw.Context) == 0 {
+		kw.Context = json.RawMessage("{}")
+	}
+	cfg := map[string]json.RawMessage{}
+	if len(req.Config) > 0 && string(req.Config) != "null" {
+		if err := json.Unmarshal(req.Config, &cfg); err != nil {
+			return runKwargs{}, api.Invalid(api.TypeIssue("object", kindOf(req.Config), "config"))
+		}
+	}
+	configurable := map[string]any{}
+	if raw, ok := cfg["configurable"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &configurable); err != nil {
+			return runKwargs{}, api.Invalid(api.TypeIssue("object", kindOf(raw), "config", "configurable"))
+		}
+	}
+	for k, vs := range r.Header {
+		k = strings.ToLower(k)
+		if (strings.HasPrefix(k, "x-") && k != "x-api-key" && k != "x-tenant-id" && k != "x-service-key") || k == "user-agent" {
+			configurable[k] = strings.Join(vs, ", ")
+		}
+	}
+	if len(configurable) > 0 {
+		b, err := json.Marshal(configurable)
+		if err != nil {
+			return runKwargs{}, err
+		}
+		cfg["configurable"] = b
+	}
+	if kw.Config, err = json.Marshal(cfg); err != nil {
+		return runKwargs{}, err
+	}
+	return kw, nil
+}
+
+// headerConfig is the part of a run's config a thread keeps: the
+// configurable values that came from request headers.
+func headerConfig(kw runKwargs) json.RawMessage {
+	var cfg struct {
+		Configurable map[string]any `json:"configurable"`
+	}
+	_ = json.Unmarshal(kw.Config, &cfg)
+	kept := map[string]any{}
+	for k, v := range cfg.Configurable {
+		if strings.HasPrefix(k, "x-") || k == "user-agent" {
+			kept[k] = v
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{"configurable": kept})
+	return b
+}
+
+// commandUpdate turns a command into the graph's input: a resume (by
+// interrupt id when the value is a map of interrupt ids), an update of
+// the state, and nodes (or Sends) to go to.
+func commandUpdate(g *graph.Graph, c *commandJSON) (graph.Update, error) {
+	var u graph.Update
+	if len(c.Update) > 0 && string(c.Update) != "null" {
+		up, err := decodeCommandUpdate(g, c.Update)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		u = u.And(up)
+	}
+	if len(c.Goto) > 0 && string(c.Goto) != "null" {
+		gt, err := decodeGoto(g, c.Goto)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		u = u.And(gt)
+	}
+	if len(c.Resume) > 0 {
+		var byID map[string]any
+		if json.Unmarshal(c.Resume, &byID) == nil && len(byID) > 0 && allInterruptIDs(byID) {
+			u = graph.ResumeByID(byID).And(u)
+		} else {
+			var v any
+			dec := json.NewDecoder(bytes.NewReader(c.Resume))
+			if err := dec.Decode(&v); err != nil {
+				return graph.Update{}, fmt.Errorf("%w: command.resume: %v", graph.ErrInvalidInput, err)
+			}
+			u = graph.Resume(v).And(u)
+		}
+	}
+	return u, nil
+}
+
+func allInterruptIDs(m map[string]any) bool {
+	for k := range m {
+		if !graph.IsInterruptID(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeCommandUpdate reads command.update: an object, or a list of
+// [key, value] pairs (so that a key may be written twice).
+func decodeCommandUpdate(g *graph.Graph, raw json.RawMessage) (graph.Update, error) {
+	if raw[0] != '[' {
+		return g.DecodeUpdate(raw)
+	}
+	var pairs [][2]json.RawMessage
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return graph.Update{}, fmt.Errorf("%w: command.update: want an object or a list of [key, value] pairs: %v", graph.ErrInvalidInput, err)
+	}
+	u := graph.Input()
+	for _, p := range pairs {
+		var key string
+		if err := json.Unmarshal(p[0], &key); err != nil {
+			return graph.Update{}, fmt.Errorf("%w: command.update: a key must be a string: %v", graph.ErrInvalidInput, err)
+		}
+		obj, err := json.Marshal(map[string]json.RawMessage{key: p[1]})
+		if err != nil {
+			return graph.Update{}, err
+		}
+		w, err := g.DecodeUpdate(obj)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		u = u.And(w)
+	}
+	return u, nil
+}
+
+// decodeGoto reads command.goto: a node, a Send ({"node", "input"}), or a
+// list of them.
+func decodeGoto(g *graph.Graph, raw json.RawMessage) (graph.Update, error) {
+	var items []json.RawMessage
+	if raw[0] == '[' {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return graph.Update{}, fmt.Errorf("%w: command.goto: %v", graph.ErrInvalidInput, err)
+		}
+	} else {
+		items = []json.RawMessage{raw}
+	}
+	var u graph.Update
+	for _, it := range items {
+		var node string
+		if json.Unmarshal(it, &node) == nil {
+			u = u.And(graph.Goto(node))
+			continue
+		}
+		var send struct {
+			Node  string          `json:"node"`
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(it, &send); err != nil || send.Node == "" {
+			return graph.Update{}, fmt.Errorf("%w: command.goto: want a node name or {\"node\", \"input\"}", graph.ErrInvalidInput)
+		}
+		arg, err := g.DecodeUpdate(send.Input)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		u = u.And(graph.SendTo(graph.Send{Node: send.Node, Arg: arg}))
+	}
+	return u, nil
+}

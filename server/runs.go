@@ -1,0 +1,570 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/weftlabs/weft/server/internal/api"
+	"github.com/weftlabs/weft/server/internal/records"
+)
+
+// busyText is the API's answer to a run on a busy thread with the reject
+// strategy.
+const busyText = "Thread is already running a task. Wait for it to finish or choose a different multitask strategy."
+
+// create makes a run of lr's kind, not yet launched.
+func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g *servedGraph) (*liveRun, error) {
+	if m.isClosing() {
+		return nil, &api.StatusError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down and takes no new runs"}
+	}
+	rec, inflight, err := m.s.rec.CreateRun(ctx, nr)
+	switch {
+	case errors.Is(err, records.ErrBusy):
+		return nil, api.Conflict(busyText)
+	case errors.Is(err, records.ErrNotFound):
+		return nil, threadNotFound(nr.Run.ThreadID)
+	case err != nil:
+		return nil, err
+	}
+	lr := m.newLive(rec, kw, g)
+	if err := m.broker.Open(rec.ID); err != nil {
+		return nil, err
+	}
+	m.enqueue(lr)
+	if s := rec.MultitaskStrategy; (s == records.MultitaskInterrupt || s == records.MultitaskRollback) && len(inflight) > 0 {
+		ids := make([]string, len(inflight))
+		for i, r := range inflight {
+			ids[i] = r.ID
+		}
+		if err := m.cancel(ctx, rec.Owner, rec.ThreadID, ids, s, false); err != nil {
+			m.s.log.Warn("server: cancelling the runs a new run replaces", "thread_id", rec.ThreadID, "err", err)
+		}
+	}
+	return lr, nil
+}
+
+// newRun creates a run from a request on threadID ("" for a stateless
+// run on a thread of its own), not yet launched.
+func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liveRun, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	a, err := s.lookupAssistant(r, *req.AssistantID)
+	if err != nil {
+		return nil, api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID)
+	}
+	g, err := s.servedGraphOf(a)
+	if err != nil {
+		return nil, err
+	}
+	stateless := threadID == ""
+	kw, err := req.kwargs(r, stateless && req.OnCompletion != "keep")
+	if err != nil {
+		return nil, err
+	}
+	kwJSON, err := json.Marshal(kw)
+	if err != nil {
+		return nil, err
+	}
+	strategy := req.MultitaskStrategy
+	if strategy == "" {
+		strategy = records.MultitaskReject
+	}
+	nr := records.NewRun{
+		Run: records.Run{
+			ID: newRunID(), ThreadID: threadID, Owner: user(r), AssistantID: a.ID, Metadata: req.Metadata,
+			Kwargs: kwJSON, MultitaskStrategy: strategy, Worker: s.runs.worker,
+		},
+		GraphID: a.GraphID, AssistantMetadata: a.Metadata, ThreadConfig: headerConfig(kw),
+		CreateThread: stateless || req.IfNotExists == "create",
+	}
+	if stateless {
+		nr.Run.ThreadID = uuid.NewString()
+	}
+	return s.runs.create(r.Context(), nr, kw, g)
+}
+
+// runLocation is where a created run lives, for the Content-Location
+// header the SDK reads.
+func runLocation(lr *liveRun, stateless bool) string {
+	if stateless {
+		return "/runs/" + lr.rec.ID
+	}
+	return "/threads/" + lr.rec.ThreadID + "/runs/" + lr.rec.ID
+}
+
+// runThread reads the thread of a run request from the path; "" for the
+// stateless endpoints.
+func runThread(r *http.Request) (string, error) {
+	if r.PathValue("thread_id") == "" {
+		return "", nil
+	}
+	return pathUUID(r, "thread_id")
+}
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
+	threadID, err := runThread(r)
+	if err != nil {
+		return err
+	}
+	var req runRequest
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	lr, err := s.newRun(r, &req, threadID)
+	if err != nil {
+		return err
+	}
+	s.runs.launch(lr)
+	w.Header().Set("Content-Location", runLocation(lr, threadID == ""))
+	api.WriteJSON(w, http.StatusOK, runOut(lr.rec))
+	return nil
+}
+
+func (s *Server) batchRuns(w http.ResponseWriter, r *http.Request) error {
+	var reqs []runRequest
+	if err := api.DecodeBody(w, r, 0, &reqs); err != nil {
+		return err
+	}
+	if len(reqs) == 0 {
+		return api.Invalid(api.Field("Array must contain at least 1 element(s)"))
+	}
+	out := make([]runJSON, 0, len(reqs))
+	for i := range reqs {
+		lr, err := s.newRun(r, &reqs[i], "")
+		if err != nil {
+			return err
+		}
+		s.runs.launch(lr)
+		out = append(out, runOut(lr.rec))
+	}
+	api.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// sse writes a run's events as server-sent events.
+type sse struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	b  []byte
+}
+
+func startSSE(w http.ResponseWriter) *sse {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	// A stream lasts as long as its run: no write deadline.
+	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.Flush()
+	return &sse{w: w, rc: rc}
+}
+
+// write sends a batch of events at once.
+func (s *sse) write(evs []Event) error {
+	s.b = s.b[:0]
+	for _, ev := range evs {
+		s.b = append(s.b, "event: "...)
+		s.b = append(s.b, ev.Name...)
+		s.b = append(s.b, "\ndata: "...)
+		s.b = append(s.b, ev.Data...)
+		s.b = append(s.b, "\nid: "...)
+		s.b = strconv.AppendInt(s.b, int64(ev.ID), 10)
+		s.b = append(s.b, "\n\n"...)
+	}
+	if _, err := s.w.Write(s.b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// follow writes a run's events from after to the client until the run's
+// stream ends or the client goes. It reports whether the stream ended
+// (rather than the client going away).
+func (s *Server) follow(ctx context.Context, out *sse, runID string, after int) bool {
+	events, ok := s.runs.broker.Subscribe(ctx, runID, after)
+	if !ok {
+		return true
+	}
+	for batch, err := range events {
+		if err != nil {
+			if errors.Is(err, ErrStreamTrimmed) {
+				data, _ := json.Marshal(map[string]string{"error": "StreamTrimmedError", "message": err.Error()})
+				_ = out.write([]Event{{Name: "error", Data: data}})
+				return true
+			}
+			return false
+		}
+		if err := out.write(batch); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) error {
+	threadID, err := runThread(r)
+	if err != nil {
+		return err
+	}
+	var req runRequest
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	lr, err := s.newRun(r, &req, threadID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Location", runLocation(lr, threadID == ""))
+	ctx := r.Context()
+	events, _ := s.runs.broker.Subscribe(ctx, lr.rec.ID, -1)
+	s.runs.launch(lr)
+	out := startSSE(w)
+	ended := true
+	for batch, err := range events {
+		if err != nil {
+			ended = false
+			break
+		}
+		if err := out.write(batch); err != nil {
+			ended = false
+			break
+		}
+	}
+	if !ended && req.OnDisconnect == "cancel" {
+		s.cancelOnDisconnect(lr)
+	}
+	return nil
+}
+
+// cancelOnDisconnect cancels a run whose client went away, when it asked
+// for that (on_disconnect, cancel_on_disconnect).
+func (s *Server) cancelOnDisconnect(lr *liveRun) {
+	select {
+	case <-lr.done:
+		return
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.runs.cancel(ctx, lr.rec.Owner, lr.rec.ThreadID, []string{lr.rec.ID}, records.MultitaskInterrupt, false); err != nil {
+		s.log.Warn("server: cancelling a run whose client went away", "run_id", lr.rec.ID, "err", err)
+	}
+}
+
+func (s *Server) waitRun(w http.ResponseWriter, r *http.Request) error {
+	threadID, err := runThread(r)
+	if err != nil {
+		return err
+	}
+	var req runRequest
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	lr, err := s.newRun(r, &req, threadID)
+	if err != nil {
+		return err
+	}
+	s.runs.launch(lr)
+	w.Header().Set("Content-Location", runLocation(lr, threadID == ""))
+	// The answer is written when the run ends; until then a newline every
+	// second keeps proxies from closing the connection.
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	tick := time.NewTicker(keepAliveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-lr.done:
+			body, err := s.runResult(r.Context(), lr)
+			if err != nil {
+				s.log.Warn("server: reading a run's result", "run_id", lr.rec.ID, "err", err)
+				body = []byte("null")
+			}
+			_, _ = w.Write(body)
+			return nil
+		case <-tick.C:
+			if _, err := w.Write([]byte("\n")); err != nil {
+				return nil
+			}
+			_ = rc.Flush()
+		case <-r.Context().Done():
+			if req.OnDisconnect == "cancel" {
+				s.cancelOnDisconnect(lr)
+			}
+			return nil
+		}
+	}
+}
+
+// runResult is what a wait or join answers for a run that ended: its last
+// values (or its error), else its thread's values.
+func (s *Server) runResult(ctx context.Context, lr *liveRun) ([]byte, error) {
+	if lr.result != nil {
+		return lr.result, nil
+	}
+	if lr.kw.Temporary {
+		return []byte("null"), nil
+	}
+	return s.threadValues(ctx, lr.rec.Owner, lr.rec.ThreadID)
+}
+
+func (s *Server) threadValues(ctx context.Context, owner, threadID string) ([]byte, error) {
+	t, err := s.rec.GetThread(ctx, owner, threadID)
+	if errors.Is(err, records.ErrNotFound) {
+		return []byte("null"), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Values == nil {
+		return []byte("null"), nil
+	}
+	return t.Values, nil
+}
+
+func runNotFound() error { return api.NotFound("Run not found") }
+
+// storedRun returns the run the path names, if the request's user owns
+// it.
+func (s *Server) storedRun(r *http.Request) (records.Run, error) {
+	threadID, err := pathUUID(r, "thread_id")
+	if err != nil {
+		return records.Run{}, err
+	}
+	runID, err := pathUUID(r, "run_id")
+	if err != nil {
+		return records.Run{}, err
+	}
+	run, err := s.rec.GetRun(r.Context(), user(r), threadID, runID)
+	return run, recordErr(err, runNotFound())
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.storedRun(r)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, runOut(run))
+	return nil
+}
+
+var runStatuses = []string{records.RunPending, records.RunRunning, records.RunError, records.RunSuccess, records.RunTimeout, records.RunInterrupted}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	threadID, err := pathUUID(r, "thread_id")
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	intParam := func(name string, dflt, least int) (int, error) {
+		v := q.Get(name)
+		if v == "" {
+			return dflt, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, api.Invalid(api.TypeIssue("number", "string", name))
+		}
+		if n < least {
+			return 0, api.Invalid(api.Field("Number must be greater than or equal to "+strconv.Itoa(least), name))
+		}
+		return n, nil
+	}
+	limit, err := intParam("limit", 10, 1)
+	if err != nil {
+		return err
+	}
+	offset, err := intParam("offset", 0, 0)
+	if err != nil {
+		return err
+	}
+	status := q.Get("status")
+	if status != "" && !slices.Contains(runStatuses, status) {
+		return enumIssue("status", status, runStatuses...)
+	}
+	runs, err := s.rec.ListRuns(r.Context(), records.RunQuery{Owner: user(r), ThreadID: threadID, Status: status, Limit: limit, Offset: offset})
+	if err != nil {
+		return recordErr(err, threadNotFound(threadID))
+	}
+	out := make([]runJSON, len(runs))
+	for i, run := range runs {
+		out[i] = runOut(run)
+	}
+	api.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.storedRun(r)
+	if err != nil {
+		return err
+	}
+	err = s.rec.DeleteRun(r.Context(), user(r), run.ThreadID, run.ID)
+	if errors.Is(err, records.ErrBusy) {
+		return api.Conflict("Run %s is %s: cancel it before deleting it", run.ID, run.Status)
+	}
+	if err != nil {
+		return recordErr(err, runNotFound())
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.storedRun(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if lr := s.runs.live(run.Owner, run.ThreadID, run.ID); lr != nil {
+		select {
+		case <-lr.done:
+		case <-ctx.Done():
+			if queryBool(r, "cancel_on_disconnect") {
+				s.cancelOnDisconnect(lr)
+			}
+			return nil
+		}
+		body, err := s.runResult(ctx, lr)
+		if err != nil {
+			return err
+		}
+		writeRawJSON(w, body)
+		return nil
+	}
+	if err := s.runs.waitStored(ctx, run.Owner, run.ThreadID, run.ID); err != nil && !errors.Is(err, records.ErrNotFound) {
+		return err
+	}
+	body, err := s.threadValues(ctx, run.Owner, run.ThreadID)
+	if err != nil {
+		return err
+	}
+	writeRawJSON(w, body)
+	return nil
+}
+
+func writeRawJSON(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.storedRun(r)
+	if err != nil {
+		return err
+	}
+	after := -1
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -1 {
+			return api.Invalid(api.Field("Last-Event-ID must be an event id (an integer, -1 for the first)", "Last-Event-ID"))
+		}
+		after = n
+	}
+	ctx := r.Context()
+	lr := s.runs.live(run.Owner, run.ThreadID, run.ID)
+	out := startSSE(w)
+	if _, ok := s.runs.broker.Subscribe(ctx, run.ID, after); ok {
+		if !s.follow(ctx, out, run.ID, after) && lr != nil && queryBool(r, "cancel_on_disconnect") {
+			s.cancelOnDisconnect(lr)
+		}
+		return nil
+	}
+	// The run executes in another process, or ended and its events are
+	// gone: the stream ends when the run does.
+	if run.Status == records.RunPending || run.Status == records.RunRunning {
+		_ = s.runs.waitStored(ctx, run.Owner, run.ThreadID, run.ID)
+	}
+	return nil
+}
+
+func cancelAction(r *http.Request) (string, error) {
+	action := r.URL.Query().Get("action")
+	switch action {
+	case "":
+		return records.MultitaskInterrupt, nil
+	case records.MultitaskInterrupt, records.MultitaskRollback:
+		return action, nil
+	}
+	return "", enumIssue("action", action, records.MultitaskInterrupt, records.MultitaskRollback)
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	action, err := cancelAction(r)
+	if err != nil {
+		return err
+	}
+	run, err := s.storedRun(r)
+	if err != nil {
+		return err
+	}
+	wait := queryBool(r, "wait")
+	if err := s.runs.cancel(r.Context(), run.Owner, run.ThreadID, []string{run.ID}, action, wait); err != nil {
+		return err
+	}
+	if wait {
+		w.WriteHeader(http.StatusNoContent)
+	} else {
+		w.WriteHeader(http.StatusAccepted)
+	}
+	return nil
+}
+
+func (s *Server) cancelRuns(w http.ResponseWriter, r *http.Request) error {
+	action, err := cancelAction(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		ThreadID string   `json:"thread_id"`
+		RunIDs   []string `json:"run_ids"`
+		Status   string   `json:"status"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	switch req.Status {
+	case "", "pending", "running", "all":
+	default:
+		return enumIssue("status", req.Status, "pending", "running", "all")
+	}
+	if req.ThreadID == "" {
+		return api.Invalid(api.TypeIssue("string", "undefined", "thread_id"))
+	}
+	if _, err := uuid.Parse(req.ThreadID); err != nil {
+		return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"thread_id"}, Message: "Invalid uuid"})
+	}
+	if _, err := s.rec.GetThread(r.Context(), user(r), req.ThreadID); err != nil {
+		return recordErr(err, threadNotFound(req.ThreadID))
+	}
+	ids := req.RunIDs
+	if len(ids) == 0 {
+		active, err := s.rec.ActiveRuns(r.Context(), req.ThreadID)
+		if err != nil {
+			return err
+		}
+		for _, run := range active {
+			if req.Status == "" || req.Status == "all" || req.Status == run.Status {
+				ids = append(ids, run.ID)
+			}
+		}
+	}
+	if err := s.runs.cancel(r.Context(), user(r), req.ThreadID, ids, action, false); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

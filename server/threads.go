@@ -1,0 +1,521 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/server/internal/api"
+	"github.com/weftlabs/weft/server/internal/records"
+)
+
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ThreadID   string          `json:"thread_id"`
+		Metadata   json.RawMessage `json:"metadata"`
+		IfExists   string          `json:"if_exists"`
+		Supersteps []struct {
+			Updates []struct {
+				Values  json.RawMessage `json:"values"`
+				Command *commandJSON    `json:"command"`
+				AsNode  string          `json:"as_node"`
+			} `json:"updates"`
+		} `json:"supersteps"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	if err := jsonObject(req.Metadata, "metadata"); err != nil {
+		return err
+	}
+	switch req.IfExists {
+	case "", "raise", "do_nothing":
+	default:
+		return enumIssue("if_exists", req.IfExists, "raise", "do_nothing")
+	}
+	if req.ThreadID == "" {
+		req.ThreadID = uuid.NewString()
+	} else if _, err := uuid.Parse(req.ThreadID); err != nil || len(req.ThreadID) != 36 {
+		return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"thread_id"}, Message: "Invalid uuid"})
+	}
+	if len(req.Supersteps) > 0 {
+		return api.Unprocessable("supersteps are not supported: create the thread, then update its state")
+	}
+	t, err := s.rec.CreateThread(r.Context(), records.Thread{ID: req.ThreadID, Owner: user(r), Metadata: req.Metadata}, req.IfExists == "do_nothing")
+	if err != nil {
+		if errors.Is(err, records.ErrConflict) {
+			return api.Conflict("Thread already exists")
+		}
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, threadOut(t))
+	return nil
+}
+
+// ownThread returns the request user's thread from the path.
+func (s *Server) ownThread(r *http.Request) (records.Thread, error) {
+	id, err := pathUUID(r, "thread_id")
+	if err != nil {
+		return records.Thread{}, err
+	}
+	t, err := s.rec.GetThread(r.Context(), user(r), id)
+	return t, recordErr(err, threadNotFound(id))
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.ownThread(r)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, threadOut(t))
+	return nil
+}
+
+func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathUUID(r, "thread_id")
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	if err := jsonObject(req.Metadata, "metadata"); err != nil {
+		return err
+	}
+	t, err := s.rec.PatchThread(r.Context(), user(r), id, req.Metadata)
+	if err != nil {
+		return recordErr(err, threadNotFound(id))
+	}
+	api.WriteJSON(w, http.StatusOK, threadOut(t))
+	return nil
+}
+
+func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.ownThread(r)
+	if err != nil {
+		return err
+	}
+	// Its runs stop first, so none writes to the thread once it is gone.
+	if err := s.runs.stopThread(r.Context(), t.ID); err != nil {
+		return err
+	}
+	if err := s.rec.DeleteThread(r.Context(), user(r), t.ID); err != nil {
+		return recordErr(err, threadNotFound(t.ID))
+	}
+	if err := s.deleteCheckpoints(r.Context(), t.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) deleteCheckpoints(ctx context.Context, threadID string) error {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	return s.saver.DeleteThread(ctx, threadID)
+}
+
+func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
+	from, err := s.ownThread(r)
+	if err != nil {
+		return err
+	}
+	id := uuid.NewString()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(from.Metadata, &m); err != nil {
+		return err
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["thread_id"] = json.RawMessage(strconv.Quote(id))
+	meta, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), checkpointTimeout)
+	defer cancel()
+	if err := s.saver.CopyThread(ctx, from.ID, id); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return err
+	}
+	t, err := s.rec.CreateThread(r.Context(), records.Thread{ID: id, Owner: user(r), Metadata: meta}, false)
+	if err != nil {
+		return err
+	}
+	if from.Values != nil {
+		if err := s.rec.SetThreadValues(r.Context(), id, records.ThreadIdle, from.Values, from.Interrupts); err != nil {
+			return err
+		}
+		t.Values, t.Interrupts = from.Values, from.Interrupts
+	}
+	api.WriteJSON(w, http.StatusOK, threadOut(t))
+	return nil
+}
+
+type threadSearchRequest struct {
+	Metadata  map[string]any `json:"metadata"`
+	Values    map[string]any `json:"values"`
+	IDs       []string       `json:"ids"`
+	Status    string         `json:"status"`
+	Limit     *int           `json:"limit"`
+	Offset    *int           `json:"offset"`
+	SortBy    string         `json:"sort_by"`
+	SortOrder string         `json:"sort_order"`
+	Select    []string       `json:"select"`
+}
+
+func (req threadSearchRequest) query(r *http.Request) (records.ThreadQuery, error) {
+	switch req.Status {
+	case "", records.ThreadIdle, records.ThreadBusy, records.ThreadInterrupted, records.ThreadError:
+	default:
+		return records.ThreadQuery{}, enumIssue("status", req.Status, "idle", "busy", "interrupted", "error")
+	}
+	for i, id := range req.IDs {
+		if _, err := uuid.Parse(id); err != nil {
+			return records.ThreadQuery{}, api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"ids", i}, Message: "Invalid uuid"})
+		}
+	}
+	return records.ThreadQuery{Owner: user(r), IDs: req.IDs, Metadata: req.Metadata, Values: req.Values, Status: req.Status}, nil
+}
+
+func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
+	var req threadSearchRequest
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	q, err := req.query(r)
+	if err != nil {
+		return err
+	}
+	if q.Limit, q.Offset, err = page(req.Limit, req.Offset); err != nil {
+		return err
+	}
+	switch req.SortBy {
+	case "", "thread_id", "status", "created_at", "updated_at":
+		q.SortBy = req.SortBy
+	default:
+		return enumIssue("sort_by", req.SortBy, "thread_id", "status", "created_at", "updated_at")
+	}
+	if q.Desc, err = sortOrder(req.SortOrder); err != nil {
+		return err
+	}
+	list, total, err := s.rec.SearchThreads(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	out := make([]threadJSON, len(list))
+	for i, t := range list {
+		out[i] = threadOut(t)
+	}
+	body, err := selectFields(out, req.Select)
+	if err != nil {
+		return err
+	}
+	paginate(w, q.Offset, len(out), total)
+	api.WriteJSON(w, http.StatusOK, body)
+	return nil
+}
+
+func (s *Server) countThreads(w http.ResponseWriter, r *http.Request) error {
+	var req threadSearchRequest
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	q, err := req.query(r)
+	if err != nil {
+		return err
+	}
+	n, err := s.rec.CountThreads(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, n)
+	return nil
+}
+
+// threadGraph returns the graph a thread's runs used (its metadata's
+// graph_id), or nil when no run has used one yet.
+func (s *Server) threadGraph(t records.Thread) (*servedGraph, error) {
+	var m struct {
+		GraphID string `json:"graph_id"`
+	}
+	_ = json.Unmarshal(t.Metadata, &m)
+	if m.GraphID == "" {
+		return nil, nil
+	}
+	g, ok := s.graphs[m.GraphID]
+	if !ok {
+		return nil, api.NotFound("Graph %q of thread %s is not served here", m.GraphID, t.ID)
+	}
+	return g, nil
+}
+
+// checkpointTimeout bounds a checkpoint read or write made for a request.
+const checkpointTimeout = 10 * time.Second
+
+func (s *Server) writeState(w http.ResponseWriter, r *http.Request, checkpointID, ns string, subgraphs bool) error {
+	t, err := s.ownThread(r)
+	if err != nil {
+		return err
+	}
+	g, err := s.threadGraph(t)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		api.WriteJSON(w, http.StatusOK, emptyState())
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), checkpointTimeout)
+	defer cancel()
+	snap, err := g.g.GetState(ctx, checkpoint.Config{ThreadID: t.ID, Namespace: ns, CheckpointID: checkpointID}, &graph.StateOptions{Subgraphs: subgraphs})
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return api.NotFound("Checkpoint %s of thread %s not found", checkpointID, t.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if snap.Config.CheckpointID == "" {
+		api.WriteJSON(w, http.StatusOK, emptyState())
+		return nil
+	}
+	api.WriteJSON(w, http.StatusOK, stateOut(snap))
+	return nil
+}
+
+func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
+	return s.writeState(w, r, "", "", queryBool(r, "subgraphs"))
+}
+
+func (s *Server) getStateAt(w http.ResponseWriter, r *http.Request) error {
+	cp := r.PathValue("checkpoint_id")
+	if _, err := uuid.Parse(cp); err != nil {
+		return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"checkpoint_id"}, Message: "Invalid uuid"})
+	}
+	return s.writeState(w, r, cp, "", queryBool(r, "subgraphs"))
+}
+
+// checkpointRef is how a request names a checkpoint.
+type checkpointRef struct {
+	CheckpointID string `json:"checkpoint_id"`
+	CheckpointNS string `json:"checkpoint_ns"`
+}
+
+func (s *Server) getStateAtPost(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Checkpoint *checkpointRef `json:"checkpoint"`
+		Subgraphs  bool           `json:"subgraphs"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	var cp checkpointRef
+	if req.Checkpoint != nil {
+		cp = *req.Checkpoint
+	}
+	return s.writeState(w, r, cp.CheckpointID, cp.CheckpointNS, req.Subgraphs)
+}
+
+func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Values       json.RawMessage `json:"values"`
+		AsNode       string          `json:"as_node"`
+		CheckpointID string          `json:"checkpoint_id"`
+		Checkpoint   *checkpointRef  `json:"checkpoint"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	t, err := s.ownThread(r)
+	if err != nil {
+		return err
+	}
+	g, err := s.threadGraph(t)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return api.Invalid(api.Field("the thread has no graph yet: run it once (or create it with a run) before updating its state", "thread_id"))
+	}
+	u, err := decodeValues(g.g, req.Values)
+	if err != nil {
+		return err
+	}
+	cfg := checkpoint.Config{ThreadID: t.ID, CheckpointID: req.CheckpointID}
+	if req.Checkpoint != nil {
+		cfg.CheckpointID, cfg.Namespace = req.Checkpoint.CheckpointID, req.Checkpoint.CheckpointNS
+	}
+	active, err := s.rec.ActiveRuns(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	if len(active) > 0 {
+		return api.Conflict("Thread is busy: a run is pending or running")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), checkpointTimeout)
+	defer cancel()
+	next, err := g.g.UpdateState(ctx, cfg, u, req.AsNode)
+	switch {
+	case errors.Is(err, checkpoint.ErrThreadBusy):
+		return api.Conflict("Thread is busy: a run is using it")
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return api.NotFound("Checkpoint %s of thread %s not found", cfg.CheckpointID, t.ID)
+	case errors.Is(err, graph.ErrInvalidInput), errors.Is(err, graph.ErrInvalidUpdate):
+		return api.Invalid(api.Field(err.Error(), "values"))
+	case err != nil:
+		return err
+	}
+	if err := s.recordThreadState(ctx, g, t.ID); err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, map[string]any{"checkpoint": map[string]string{
+		"thread_id": next.ThreadID, "checkpoint_ns": next.Namespace, "checkpoint_id": next.CheckpointID,
+	}})
+	return nil
+}
+
+// decodeValues decodes a state update's values: an object, or a list of
+// objects applied in order.
+func decodeValues(g *graph.Graph, raw json.RawMessage) (graph.Update, error) {
+	if len(raw) > 0 && raw[0] == '[' {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return graph.Update{}, api.Invalid(api.Field(err.Error(), "values"))
+		}
+		u := graph.Input()
+		for i, item := range list {
+			v, err := g.DecodeUpdate(item)
+			if err != nil {
+				return graph.Update{}, inputIssue(err, "values", i)
+			}
+			u = u.And(v)
+		}
+		return u, nil
+	}
+	u, err := g.DecodeUpdate(raw)
+	if err != nil {
+		return graph.Update{}, inputIssue(err, "values")
+	}
+	return u, nil
+}
+
+// inputIssue turns a graph input error into a 400 naming the key.
+func inputIssue(err error, path ...any) error {
+	var ie *graph.InputError
+	if errors.As(err, &ie) && ie.Key != "" {
+		path = append(path, ie.Key)
+	}
+	return api.Invalid(api.Field(err.Error(), path...))
+}
+
+// recordThreadState copies a thread's latest state into its record:
+// values, pending interrupts, and status (interrupted when tasks wait).
+func (s *Server) recordThreadState(ctx context.Context, g *servedGraph, threadID string) error {
+	snap, err := g.g.GetState(ctx, checkpoint.Config{ThreadID: threadID}, nil)
+	if err != nil {
+		return err
+	}
+	values, err := json.Marshal(snap.Values)
+	if err != nil {
+		return err
+	}
+	interrupts, err := json.Marshal(interruptsByTask(snap))
+	if err != nil {
+		return err
+	}
+	status := records.ThreadIdle
+	if len(snap.Next) > 0 && len(snap.Interrupts) > 0 {
+		status = records.ThreadInterrupted
+	}
+	return s.rec.SetThreadValues(ctx, threadID, status, values, interrupts)
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Limit      *int            `json:"limit"`
+		Before     json.RawMessage `json:"before"`
+		Metadata   map[string]any  `json:"metadata"`
+		Checkpoint *checkpointRef  `json:"checkpoint"`
+	}
+	if r.Method == http.MethodPost {
+		if err := api.DecodeBody(w, r, 0, &req); err != nil {
+			return err
+		}
+	} else {
+		q := r.URL.Query()
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return api.Invalid(api.TypeIssue("number", "string", "limit"))
+			}
+			req.Limit = &n
+		}
+		if v := q.Get("before"); v != "" {
+			req.Before, _ = json.Marshal(v)
+		}
+	}
+	limit := 10
+	if req.Limit != nil {
+		if *req.Limit < 1 {
+			return api.Invalid(api.Field("Number must be greater than or equal to 1", "limit"))
+		}
+		limit = *req.Limit
+	}
+	before, err := beforeID(req.Before)
+	if err != nil {
+		return err
+	}
+	t, err := s.ownThread(r)
+	if err != nil {
+		return err
+	}
+	g, err := s.threadGraph(t)
+	if err != nil {
+		return err
+	}
+	out := []threadStateJSON{}
+	if g == nil {
+		api.WriteJSON(w, http.StatusOK, out)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), checkpointTimeout)
+	defer cancel()
+	for snap, err := range g.g.GetStateHistory(ctx, t.ID, &graph.HistoryOptions{Before: before, Limit: limit, Filter: req.Metadata}) {
+		if err != nil {
+			return err
+		}
+		out = append(out, stateOut(snap))
+	}
+	api.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// beforeID reads a history request's before: a checkpoint id, or a config
+// naming one ({"configurable": {"checkpoint_id": ...}}, the SDK's typed
+// form).
+func beforeID(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var id string
+	if json.Unmarshal(raw, &id) == nil {
+		return id, nil
+	}
+	var cfg struct {
+		Configurable checkpointRef `json:"configurable"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return "", api.Invalid(api.TypeIssue("string", kindOf(raw), "before"))
+	}
+	return cfg.Configurable.CheckpointID, nil
+}
