@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -30,6 +31,14 @@ type testServer struct {
 	user string
 }
 
+// testLog writes the server's log to the test's.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
 // userHeader carries the acting user to the test's auth middleware.
 const userHeader = "X-Test-User"
 
@@ -47,6 +56,9 @@ func newServer(t *testing.T, opts server.Options) *testServer {
 	t.Helper()
 	if opts.Graphs == nil {
 		opts.Graphs = apitestGraphs()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
 	}
 	srv, err := server.New(context.Background(), opts)
 	if err != nil {
@@ -268,3 +280,5 @@ func (s *testServer) waitRun(threadID, runID string) map[string]any {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }

@@ -92,8 +92,7 @@ func (s *Server) wrap(h handlerFunc) http.HandlerFunc {
 			}
 		}()
 		if err := h(w, r); err != nil {
-			var se *api.StatusError
-			if !errors.As(err, &se) && !errors.As(err, new(*api.ValidationError)) && !errors.As(err, new(*http.MaxBytesError)) {
+			if api.Status(err) >= 500 {
 				if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 					return // the client went away
 				}

@@ -348,7 +348,6 @@ func (m *manager) run(lr *liveRun) {
 		m.endNotOurs(lr)
 		return
 	}
-	lr.rec.Status = records.RunRunning
 	if h := m.s.opts.Hooks.OnStart; h != nil {
 		h(ctx, m.info(lr))
 	}
@@ -453,13 +452,15 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 		m.closeRun(lr, records.RunPending, nil, runErr)
 		return
 	}
-	var values json.RawMessage
+	// result is the last values event (with the pending interrupts, if
+	// any): what a wait answers; values the state the thread keeps.
+	var result, values json.RawMessage
 	if enc != nil {
 		v, err := enc.finalValues()
 		if err != nil && runErr == nil {
 			runErr = err
 		}
-		values = v
+		result, values = v, v
 	}
 	status, threadStatus := records.RunSuccess, records.ThreadIdle
 	interrupts := json.RawMessage("{}")
@@ -497,7 +498,7 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 	if lr.kw.Temporary {
 		m.dropTemporary(ctx, lr.rec)
 	}
-	m.closeRun(lr, status, values, runErr)
+	m.closeRun(lr, status, result, runErr)
 }
 
 // threadState reads a thread's values and pending interrupts by task.

@@ -122,9 +122,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	created := runOut(lr.rec)
 	s.runs.launch(lr)
 	w.Header().Set("Content-Location", runLocation(lr, threadID == ""))
-	api.WriteJSON(w, http.StatusOK, runOut(lr.rec))
+	api.WriteJSON(w, http.StatusOK, created)
 	return nil
 }
 
@@ -142,8 +143,8 @@ func (s *Server) batchRuns(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		s.runs.launch(lr)
 		out = append(out, runOut(lr.rec))
+		s.runs.launch(lr)
 	}
 	api.WriteJSON(w, http.StatusOK, out)
 	return nil

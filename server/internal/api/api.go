@@ -137,6 +137,23 @@ func WriteText(w http.ResponseWriter, status int, text string) {
 	_, _ = io.WriteString(w, text)
 }
 
+// Status returns the status WriteError answers err with: 500 means the
+// server failed, anything else that the request did.
+func Status(err error) int {
+	var ve *ValidationError
+	var se *StatusError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &ve), errors.Is(err, errMalformed):
+		return http.StatusBadRequest
+	case errors.As(err, &se):
+		return se.Status
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusInternalServerError
+}
+
 // WriteError answers err in the reference server's shapes: a
 // *ValidationError is a 400 with its issues, a *StatusError its status and
 // text, a malformed or oversized body a 400 or 413, anything else a 500

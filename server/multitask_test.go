@@ -1,0 +1,204 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/weftlabs/weft/server"
+)
+
+// startSlow starts a long slow run on a thread and waits until it runs.
+func (s *testServer) startSlow(tid, tag string, delayMS int) string {
+	s.t.Helper()
+	run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": delayMS, "tag": tag}}).obj(s.t)
+	id := run["run_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.must(200, "GET", "/threads/"+tid+"/runs/"+id, nil).obj(s.t)["status"] != "running" {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("run %s did not start", id)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return id
+}
+
+func (s *testServer) log(tid string) []any {
+	s.t.Helper()
+	st := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(s.t)
+	l, _ := st["values"].(map[string]any)["log"].([]any)
+	return l
+}
+
+func TestMultitaskReject(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	first := s.startSlow(tid, "a", 600000)
+	r := s.must(409, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"tag": "b"}, "multitask_strategy": "reject"})
+	if string(r.body) != "Thread is already running a task. Wait for it to finish or choose a different multitask strategy." {
+		t.Errorf("reject body = %q", r.body)
+	}
+	// The default strategy is reject too.
+	s.must(409, "POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "slow", "input": map[string]any{"tag": "b"}})
+	s.must(204, "POST", "/threads/"+tid+"/runs/"+first+"/cancel?wait=1", nil)
+}
+
+func TestMultitaskEnqueue(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	first := s.startSlow(tid, "a", 200)
+	second := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "b"}, "multitask_strategy": "enqueue"}).obj(t)
+	third := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"tag": "c"}, "multitask_strategy": "enqueue"}).obj(t)
+	if second["status"] != "pending" {
+		t.Errorf("enqueued run = %v", second["status"])
+	}
+	joined := s.must(200, "GET", "/threads/"+tid+"/runs/"+third["run_id"].(string)+"/join", nil).obj(t)
+	if diff := cmp.Diff([]any{"a", "b", "c"}, joined["log"]); diff != "" {
+		t.Errorf("log: the runs completed out of order (-want +got):\n%s", diff)
+	}
+	for _, id := range []string{first, second["run_id"].(string)} {
+		if run := s.waitRun(tid, id); run["status"] != "success" {
+			t.Errorf("run %s = %v", id, run["status"])
+		}
+	}
+	if th := s.must(200, "GET", "/threads/"+tid, nil).obj(t); th["status"] != "idle" {
+		t.Errorf("thread = %v", th["status"])
+	}
+}
+
+func TestMultitaskInterruptAndRollback(t *testing.T) {
+	for _, strategy := range []string{"interrupt", "rollback"} {
+		t.Run(strategy, func(t *testing.T) {
+			s := newServer(t, server.Options{})
+			tid := s.newThread()
+			first := s.startSlow(tid, "a", 600000)
+			second := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "b"}, "multitask_strategy": strategy}).obj(t)
+			joined := s.must(200, "GET", "/threads/"+tid+"/runs/"+second["run_id"].(string)+"/join", nil).obj(t)
+			if diff := cmp.Diff([]any{"b"}, joined["log"]); diff != "" {
+				t.Errorf("log (-want +got):\n%s", diff)
+			}
+			if strategy == "interrupt" {
+				if run := s.waitRun(tid, first); run["status"] != "interrupted" {
+					t.Errorf("the interrupted run = %v", run["status"])
+				}
+			} else {
+				s.must(404, "GET", "/threads/"+tid+"/runs/"+first, nil)
+			}
+			if th := s.must(200, "GET", "/threads/"+tid, nil).obj(t); th["status"] != "idle" {
+				t.Errorf("thread = %v", th["status"])
+			}
+		})
+	}
+}
+
+func TestCancel(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	id := s.startSlow(tid, "never", 600000)
+	s.must(204, "POST", "/threads/"+tid+"/runs/"+id+"/cancel?wait=1&action=interrupt", nil)
+	run := s.must(200, "GET", "/threads/"+tid+"/runs/"+id, nil).obj(t)
+	if run["status"] != "interrupted" {
+		t.Errorf("cancelled run = %v", run["status"])
+	}
+	if th := s.must(200, "GET", "/threads/"+tid, nil).obj(t); th["status"] != "idle" {
+		t.Errorf("thread after cancel = %v", th["status"])
+	}
+	// Without wait the answer comes at once, 202.
+	id2 := s.startSlow(tid, "never2", 600000)
+	s.must(202, "POST", "/threads/"+tid+"/runs/"+id2+"/cancel?wait=0", nil)
+	if run := s.waitRun(tid, id2); run["status"] != "interrupted" {
+		t.Errorf("cancelled run = %v", run["status"])
+	}
+	// Cancelling a run that ended is a no-op.
+	s.must(204, "POST", "/threads/"+tid+"/runs/"+id2+"/cancel?wait=1", nil)
+	s.must(400, "POST", "/threads/"+tid+"/runs/"+id2+"/cancel?action=explode", nil)
+	s.must(404, "POST", "/threads/"+tid+"/runs/00000000-0000-4000-8000-000000000000/cancel", nil)
+	// A pending run is cancelled before it starts.
+	id3 := s.startSlow(tid, "x", 600000)
+	queued := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"tag": "q"}, "multitask_strategy": "enqueue"}).obj(t)
+	qid := queued["run_id"].(string)
+	s.must(204, "POST", "/threads/"+tid+"/runs/"+qid+"/cancel?wait=1", nil)
+	if run := s.must(200, "GET", "/threads/"+tid+"/runs/"+qid, nil).obj(t); run["status"] != "interrupted" {
+		t.Errorf("cancelled pending run = %v", run["status"])
+	}
+	s.must(204, "POST", "/runs/cancel?action=interrupt", map[string]any{"thread_id": tid, "status": "running"})
+	if run := s.waitRun(tid, id3); run["status"] != "interrupted" {
+		t.Errorf("bulk-cancelled run = %v", run["status"])
+	}
+	s.must(400, "POST", "/runs/cancel", map[string]any{"status": "running"})
+	// Deleting a thread stops its run.
+	id4 := s.startSlow(tid, "y", 600000)
+	s.must(204, "DELETE", "/threads/"+tid, nil)
+	s.must(404, "GET", "/threads/"+tid+"/runs/"+id4, nil)
+}
+
+// A resumable stream is replayed from any event for a client that comes
+// back; a plain one is followed from where it is.
+func TestJoinStream(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 100, "tag": "js"}, "stream_mode": []string{"values", "updates"}, "stream_resumable": true}).obj(t)
+	rid := run["run_id"].(string)
+	_, evs := s.stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, "Last-Event-ID", "-1")
+	if diff := cmp.Diff([]string{"metadata", "values", "updates", "values"}, names(evs)); diff != "" {
+		t.Fatalf("joined stream (-want +got):\n%s", diff)
+	}
+	for i, e := range evs {
+		if e.ID != strconv.Itoa(i) {
+			t.Errorf("event %d id %q", i, e.ID)
+		}
+	}
+	// The run ended; its events are kept for clients that reconnect.
+	_, again := s.stream("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, "Last-Event-ID", "1")
+	if diff := cmp.Diff([]string{"updates", "values"}, names(again)); diff != "" {
+		t.Errorf("after event 1 (-want +got):\n%s", diff)
+	}
+	if again[0].ID != "2" {
+		t.Errorf("first replayed id = %q", again[0].ID)
+	}
+	// A plain run's stream is followed while it runs.
+	plain := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 100, "tag": "plain"}, "stream_mode": []string{"values"}}).obj(t)
+	_, evs = s.stream("GET", "/threads/"+tid+"/runs/"+plain["run_id"].(string)+"/stream", nil)
+	if len(evs) == 0 || evs[len(evs)-1].Event != "values" {
+		t.Errorf("plain join = %v", names(evs))
+	}
+	// Once it ended and its events are gone the stream is empty.
+	_, evs = s.stream("GET", "/threads/"+tid+"/runs/"+plain["run_id"].(string)+"/stream", nil)
+	if len(evs) != 0 {
+		t.Errorf("join of an ended plain run = %v", names(evs))
+	}
+	s.must(404, "GET", "/threads/"+tid+"/runs/00000000-0000-4000-8000-000000000000/stream", nil)
+	s.must(400, "GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, "Last-Event-ID", "x")
+}
+
+// on_disconnect cancel stops the run when the client goes; continue (the
+// default) lets it run to its end.
+func TestOnDisconnect(t *testing.T) {
+	s := newServer(t, server.Options{})
+	for _, mode := range []string{"cancel", "continue"} {
+		tid := s.newThread()
+		ctx, cancel := context.WithCancel(context.Background())
+		body := `{"assistant_id":"slow","input":{"delay_ms":300,"tag":"d"},"on_disconnect":"` + mode + `"}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", s.ts.URL+"/threads/"+tid+"/runs/stream", stringsReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := s.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc := res.Header.Get("Content-Location")
+		buf := make([]byte, 1)
+		_, _ = res.Body.Read(buf) // the stream has begun
+		cancel()
+		res.Body.Close()
+		rid := loc[len(loc)-36:]
+		run := s.waitRun(tid, rid)
+		want := map[string]string{"cancel": "interrupted", "continue": "success"}[mode]
+		if run["status"] != want {
+			t.Errorf("on_disconnect %s: run %v, want %s", mode, run["status"], want)
+		}
+	}
+}

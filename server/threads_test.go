@@ -1,0 +1,289 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/weftlabs/weft/server"
+)
+
+func TestThreadCRUD(t *testing.T) {
+	s := newServer(t, server.Options{})
+	th := s.must(200, "POST", "/threads", map[string]any{"metadata": map[string]any{"suite": "check", "n": 1}}).obj(t)
+	id := th["thread_id"].(string)
+	for _, k := range []string{"thread_id", "created_at", "updated_at", "metadata", "status", "config"} {
+		if _, ok := th[k]; !ok {
+			t.Errorf("thread lacks %s: %v", k, th)
+		}
+	}
+	if _, ok := th["values"]; ok {
+		t.Errorf("a new thread has values: %v", th)
+	}
+	if th["status"] != "idle" {
+		t.Errorf("status = %v", th["status"])
+	}
+	given := "412385d9-5373-4821-8c26-03e4045bc63f"
+	s.must(200, "POST", "/threads", map[string]any{"thread_id": given})
+	r := s.must(409, "POST", "/threads", map[string]any{"thread_id": given})
+	if string(r.body) != "Thread already exists" {
+		t.Errorf("409 body = %q", r.body)
+	}
+	s.must(200, "POST", "/threads", map[string]any{"thread_id": given, "if_exists": "do_nothing"})
+
+	got := s.must(200, "GET", "/threads/"+id, nil).obj(t)
+	if diff := cmp.Diff(th, got); diff != "" {
+		t.Errorf("get (-created +got):\n%s", diff)
+	}
+	p := s.must(200, "PATCH", "/threads/"+id, map[string]any{"metadata": map[string]any{"n": 2, "extra": "x"}}).obj(t)
+	if diff := cmp.Diff(map[string]any{"suite": "check", "n": 2.0, "extra": "x"}, p["metadata"]); diff != "" {
+		t.Errorf("patched metadata (-want +got):\n%s", diff)
+	}
+	s.must(204, "DELETE", "/threads/"+id, nil)
+	r = s.must(404, "GET", "/threads/"+id, nil)
+	if string(r.body) != "Thread with ID "+id+" not found" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Errorf("404 = %q (%s)", r.body, r.header.Get("Content-Type"))
+	}
+	s.must(404, "DELETE", "/threads/"+id, nil)
+	s.must(404, "PATCH", "/threads/"+id, map[string]any{"metadata": map[string]any{}})
+	s.must(404, "GET", "/threads/"+id+"/state", nil)
+	s.must(404, "GET", "/threads/"+id+"/runs", nil)
+}
+
+func TestThreadValidation(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tests := []struct {
+		name, method, path string
+		body               any
+		status             int
+		field              string
+	}{
+		{"metadata of the wrong type", "POST", "/threads", map[string]any{"metadata": 5}, 400, `"metadata"`},
+		{"malformed JSON", "POST", "/threads/search", "{not json", 400, "Malformed JSON in request body"},
+		{"a path id that is not a UUID", "GET", "/threads/not-a-uuid", nil, 400, `"thread_id"`},
+		{"a thread id that is not a UUID", "POST", "/threads", map[string]any{"thread_id": "x"}, 400, `"thread_id"`},
+		{"if_exists", "POST", "/threads", map[string]any{"if_exists": "maybe"}, 400, `"if_exists"`},
+		{"status filter", "POST", "/threads/search", map[string]any{"status": "sleepy"}, 400, `"status"`},
+		{"sort_by", "POST", "/threads/search", map[string]any{"sort_by": "name"}, 400, `"sort_by"`},
+		{"limit", "POST", "/threads/search", map[string]any{"limit": 5000}, 400, `"limit"`},
+		{"offset", "POST", "/threads/search", map[string]any{"offset": -1}, 400, `"offset"`},
+		{"ids", "POST", "/threads/search", map[string]any{"ids": []string{"x"}}, 400, `"ids"`},
+		{"limit of the wrong type", "POST", "/threads/search", map[string]any{"limit": "ten"}, 400, `"limit"`},
+	}
+	for _, tt := range tests {
+		r := s.do(tt.method, tt.path, tt.body)
+		if r.status != tt.status || !strings.Contains(string(r.body), tt.field) {
+			t.Errorf("%s: %d %s; want %d naming %s", tt.name, r.status, r.body, tt.status, tt.field)
+		}
+	}
+}
+
+func TestThreadSearch(t *testing.T) {
+	s := newServer(t, server.Options{})
+	a := s.newThread()
+	s.must(200, "PATCH", "/threads/"+a, map[string]any{"metadata": map[string]any{"suite": "x"}})
+	b := s.must(200, "POST", "/threads", map[string]any{"metadata": map[string]any{"suite": "x", "n": 2}}).obj(t)["thread_id"].(string)
+	c := s.newThread()
+	s.must(200, "POST", "/threads/"+c+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hello")})
+	ids := func(r response) []string {
+		var list []map[string]any
+		r.json(t, &list)
+		out := []string{}
+		for _, th := range list {
+			out = append(out, th["thread_id"].(string))
+		}
+		return out
+	}
+	r := s.must(200, "POST", "/threads/search", map[string]any{})
+	if diff := cmp.Diff([]string{c, b, a}, ids(r)); diff != "" {
+		t.Errorf("newest first (-want +got):\n%s", diff)
+	}
+	if r.header.Get("X-Pagination-Total") != "3" {
+		t.Errorf("total = %q", r.header.Get("X-Pagination-Total"))
+	}
+	if diff := cmp.Diff([]string{b, a}, ids(s.must(200, "POST", "/threads/search", map[string]any{"metadata": map[string]any{"suite": "x"}}))); diff != "" {
+		t.Errorf("metadata filter (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{a, b, c}, ids(s.must(200, "POST", "/threads/search", map[string]any{"sort_by": "created_at", "sort_order": "asc"}))); diff != "" {
+		t.Errorf("oldest first (-want +got):\n%s", diff)
+	}
+	r = s.must(200, "POST", "/threads/search", map[string]any{"limit": 1, "offset": 1})
+	if diff := cmp.Diff([]string{b}, ids(r)); diff != "" {
+		t.Errorf("page (-want +got):\n%s", diff)
+	}
+	if r.header.Get("X-Pagination-Next") != "2" || r.header.Get("X-Pagination-Total") != "3" {
+		t.Errorf("pagination headers: next %q total %q", r.header.Get("X-Pagination-Next"), r.header.Get("X-Pagination-Total"))
+	}
+	r = s.must(200, "POST", "/threads/search", map[string]any{"limit": 10, "offset": 2})
+	if r.header.Get("X-Pagination-Next") != "" {
+		t.Errorf("next on the last page: %q", r.header.Get("X-Pagination-Next"))
+	}
+	if diff := cmp.Diff([]string{a, c}, ids(s.must(200, "POST", "/threads/search", map[string]any{"ids": []string{a, c}, "sort_order": "asc"}))); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+	d := s.newThread()
+	s.must(200, "POST", "/threads/"+d+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"tag": "v"}})
+	if diff := cmp.Diff([]string{d}, ids(s.must(200, "POST", "/threads/search", map[string]any{"values": map[string]any{"tag": "v"}}))); diff != "" {
+		t.Errorf("values filter (-want +got):\n%s", diff)
+	}
+	s.must(204, "DELETE", "/threads/"+d, nil)
+	vals := s.must(200, "POST", "/threads/search", map[string]any{"ids": []string{c}}).body
+	if !strings.Contains(string(vals), `"values"`) || !strings.Contains(string(vals), "hello") {
+		t.Errorf("a thread that ran lists its values: %s", vals)
+	}
+	if diff := cmp.Diff([]string{c, b, a}, ids(s.must(200, "POST", "/threads/search", map[string]any{"status": "idle"}))); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	var sel []map[string]any
+	s.must(200, "POST", "/threads/search", map[string]any{"ids": []string{a}, "select": []string{"thread_id", "status"}}).json(t, &sel)
+	if diff := cmp.Diff([]map[string]any{{"thread_id": a, "status": "idle"}}, sel); diff != "" {
+		t.Errorf("select (-want +got):\n%s", diff)
+	}
+	if n := s.must(200, "POST", "/threads/count", map[string]any{"metadata": map[string]any{"suite": "x"}}).body; string(n) != "2" {
+		t.Errorf("count = %s", n)
+	}
+}
+
+func TestThreadState(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	empty := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	if diff := cmp.Diff(map[string]any{"values": map[string]any{}, "next": []any{}, "tasks": []any{}, "created_at": nil, "checkpoint": nil, "parent_checkpoint": nil}, empty); diff != "" {
+		t.Errorf("state of a new thread (-want +got):\n%s", diff)
+	}
+	var hist []any
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{}).json(t, &hist)
+	if len(hist) != 0 {
+		t.Errorf("history of a new thread = %v", hist)
+	}
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hello wait")})
+	st := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	msgs := st["values"].(map[string]any)["messages"].([]any)
+	if len(msgs) != 2 || len(st["next"].([]any)) != 0 {
+		t.Errorf("state after a run = %v", st)
+	}
+	md := st["metadata"].(map[string]any)
+	if md["source"] != "loop" || md["step"] != 1.0 || md["graph_id"] != "echo" || md["thread_id"] != tid || md["run_id"] == nil {
+		t.Errorf("metadata = %v", md)
+	}
+	cp := st["checkpoint"].(map[string]any)
+	cpID := cp["checkpoint_id"].(string)
+	if cp["thread_id"] != tid || cp["checkpoint_ns"] != "" || st["parent_checkpoint"] == nil {
+		t.Errorf("checkpoint = %v", cp)
+	}
+	at := s.must(200, "GET", "/threads/"+tid+"/state/"+cpID, nil).obj(t)
+	if diff := cmp.Diff(st, at); diff != "" {
+		t.Errorf("state at the latest checkpoint (-latest +at):\n%s", diff)
+	}
+	parent := st["parent_checkpoint"].(map[string]any)["checkpoint_id"].(string)
+	prev := s.must(200, "POST", "/threads/"+tid+"/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": parent, "checkpoint_ns": ""}}).obj(t)
+	if diff := cmp.Diff([]any{"echo"}, prev["next"]); diff != "" {
+		t.Errorf("next at the step-0 checkpoint (-want +got):\n%s", diff)
+	}
+	task := prev["tasks"].([]any)[0].(map[string]any)
+	if task["name"] != "echo" || task["result"] == nil || task["error"] != nil {
+		t.Errorf("task = %v", task)
+	}
+	if diff := cmp.Diff([]any{"__pregel_pull", "echo"}, task["path"]); diff != "" {
+		t.Errorf("task path (-want +got):\n%s", diff)
+	}
+	s.must(404, "GET", "/threads/"+tid+"/state/00000000-0000-4000-8000-000000000000", nil)
+	s.must(400, "GET", "/threads/"+tid+"/state/nope", nil)
+
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).json(t, &hist)
+	var steps []float64
+	for _, h := range hist {
+		steps = append(steps, h.(map[string]any)["metadata"].(map[string]any)["step"].(float64))
+	}
+	if diff := cmp.Diff([]float64{1, 0, -1}, steps); diff != "" {
+		t.Errorf("history steps (-want +got):\n%s", diff)
+	}
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 1}).json(t, &hist)
+	if len(hist) != 1 {
+		t.Errorf("history limit 1: %d", len(hist))
+	}
+	for _, before := range []any{cpID, map[string]any{"configurable": map[string]any{"checkpoint_id": cpID}}} {
+		s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"before": before}).json(t, &hist)
+		if len(hist) != 2 {
+			t.Errorf("history before %v: %d", before, len(hist))
+		}
+	}
+	s.must(200, "GET", "/threads/"+tid+"/history?limit=2&before="+cpID, nil).json(t, &hist)
+	if len(hist) != 2 {
+		t.Errorf("GET history: %d", len(hist))
+	}
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"metadata": map[string]any{"source": "input"}}).json(t, &hist)
+	if len(hist) != 1 {
+		t.Errorf("history metadata filter: %d", len(hist))
+	}
+	s.must(400, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 0})
+	s.must(400, "POST", "/threads/"+tid+"/history", map[string]any{"before": 5})
+}
+
+func TestUpdateState(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	s.must(400, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"messages": []any{}}})
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hello")})
+	r := s.must(200, "POST", "/threads/"+tid+"/state", map[string]any{
+		"values": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "added", "id": "upd-1"}}}, "as_node": "echo",
+	}).obj(t)
+	cp := r["checkpoint"].(map[string]any)
+	if cp["thread_id"] != tid || cp["checkpoint_id"] == "" {
+		t.Errorf("update answer = %v", r)
+	}
+	st := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	msgs := st["values"].(map[string]any)["messages"].([]any)
+	if len(msgs) != 3 || msgs[2].(map[string]any)["content"] != "added" {
+		t.Errorf("messages after update = %v", msgs)
+	}
+	if md := st["metadata"].(map[string]any); md["source"] != "update" || md["step"] != 2.0 {
+		t.Errorf("metadata after update = %v", md)
+	}
+	// The same id replaces the message; as_node may be left out.
+	s.must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "replaced", "id": "upd-1"}}}})
+	st = s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	msgs = st["values"].(map[string]any)["messages"].([]any)
+	if len(msgs) != 3 || msgs[2].(map[string]any)["content"] != "replaced" {
+		t.Errorf("messages after replace = %v", msgs)
+	}
+	th := s.must(200, "GET", "/threads/"+tid, nil).obj(t)
+	if vs := th["values"].(map[string]any)["messages"].([]any); len(vs) != 3 {
+		t.Errorf("the thread record's values follow the update: %v", th["values"])
+	}
+	for _, bad := range []map[string]any{
+		{"values": map[string]any{"nope": 1}},
+		{"values": map[string]any{"messages": 5}},
+		{"values": map[string]any{"messages": []any{}}, "as_node": "nope"},
+	} {
+		if r := s.do("POST", "/threads/"+tid+"/state", bad); r.status != 400 {
+			t.Errorf("update %v: %d %s", bad, r.status, r.body)
+		}
+	}
+}
+
+func TestCopyThread(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.must(200, "POST", "/threads", map[string]any{"metadata": map[string]any{"suite": "check"}}).obj(t)["thread_id"].(string)
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hello")})
+	cp := s.must(200, "POST", "/threads/"+tid+"/copy", nil).obj(t)
+	nid := cp["thread_id"].(string)
+	md := cp["metadata"].(map[string]any)
+	if nid == tid || md["suite"] != "check" || md["thread_id"] != nid || md["graph_id"] != "echo" || cp["status"] != "idle" {
+		t.Errorf("copy = %v", cp)
+	}
+	orig := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	copied := s.must(200, "GET", "/threads/"+nid+"/state", nil).obj(t)
+	if diff := cmp.Diff(orig["values"], copied["values"]); diff != "" {
+		t.Errorf("copied values (-orig +copy):\n%s", diff)
+	}
+	var hist []any
+	s.must(200, "POST", "/threads/"+nid+"/history", map[string]any{}).json(t, &hist)
+	if len(hist) != 3 {
+		t.Errorf("copied history: %d checkpoints", len(hist))
+	}
+	// The copy runs on.
+	s.must(200, "POST", "/threads/"+nid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("again")})
+	s.must(404, "POST", "/threads/00000000-0000-4000-8000-000000000000/copy", nil)
+}
