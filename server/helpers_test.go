@@ -51,19 +51,36 @@ func apitestGraphs() map[string]server.GraphFunc {
 }
 
 // newServer starts a server over the apitest graphs; opts.Graphs and
-// opts.DB default to those graphs and memory.
+// opts.DB default to those graphs and memory. It is shut down when the
+// test ends.
 func newServer(t *testing.T, opts server.Options) *testServer {
 	t.Helper()
 	if opts.Graphs == nil {
 		opts.Graphs = apitestGraphs()
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+		opts.Logger = testLogger(t)
 	}
 	srv, err := server.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ts := wrap(t, srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return ts
+}
+
+// testLogger writes a server's log to the test's.
+func testLogger(t *testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(testLog{t}, nil)) }
+
+// wrap serves srv over HTTP until the test ends.
+func wrap(t *testing.T, srv *server.Server) *testServer {
 	// Tests act for users by a header, standing in for the API key
 	// middleware that maps a key to a user.
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,14 +93,12 @@ func newServer(t *testing.T, opts server.Options) *testServer {
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
 	})
 	return &testServer{t: t, srv: srv, ts: ts}
 }
+
+// pgURLs maps the databases the tests made to their URLs.
+var pgURLs = map[string]string{}
 
 // backends opens a database for each durable backend.
 var backends = []struct {
@@ -99,10 +114,12 @@ var backends = []struct {
 		return db
 	}},
 	{"postgres", func(t *testing.T) *dburl.DB {
-		db, err := dburl.Open(context.Background(), pgtest.NewDatabase(t, "weft_server_"), dburl.Options{})
+		url := pgtest.NewDatabase(t, "weft_server_")
+		db, err := dburl.Open(context.Background(), url, dburl.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		pgURLs[db.Target] = url
 		t.Cleanup(func() { db.Close() })
 		return db
 	}},

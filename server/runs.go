@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,6 +31,10 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 		return nil, api.Conflict(busyText)
 	case errors.Is(err, records.ErrNotFound):
 		return nil, threadNotFound(nr.Run.ThreadID)
+	case errors.Is(err, records.ErrOtherGraph):
+		// Its checkpoints hold another graph's channels, which this
+		// graph cannot read.
+		return nil, api.Conflict("%s; start a new thread for this assistant", strings.TrimPrefix(err.Error(), "records: "))
 	case err != nil:
 		return nil, err
 	}

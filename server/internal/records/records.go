@@ -33,6 +33,8 @@ var (
 	// ErrBusy means the thread has a run pending or running and the new
 	// run's multitask strategy is reject.
 	ErrBusy = errors.New("records: thread is busy")
+	// ErrOtherGraph means a run's thread holds the state of another graph.
+	ErrOtherGraph = errors.New("records: the thread belongs to another graph")
 	// ErrCorrupt means a stored row cannot be decoded.
 	ErrCorrupt = errors.New("records: stored row cannot be decoded")
 )

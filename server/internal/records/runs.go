@@ -53,7 +53,8 @@ type NewRun struct {
 // CreateRun stores a new pending run on its thread, in one transaction:
 // the thread must be the owner's (else ErrNotFound, unless CreateThread),
 // and when it has runs pending or running and the strategy is reject, the
-// run is not created and the error wraps ErrBusy. The thread becomes busy.
+// run is not created and the error wraps ErrBusy. A thread that ran
+// another graph is ErrOtherGraph. The thread becomes busy.
 // It returns the run and the thread's runs that were pending or running
 // before it, oldest first, for the interrupt and rollback strategies.
 func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
@@ -82,6 +83,13 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
 			t = Thread{ID: run.ThreadID, Owner: run.Owner, CreatedAt: now, Metadata: object(nr.ThreadMetadata), Config: json.RawMessage("{}")}
 		}
 		if found {
+			var owned struct {
+				GraphID string `json:"graph_id"`
+			}
+			_ = json.Unmarshal(t.Metadata, &owned)
+			if owned.GraphID != "" && nr.GraphID != "" && owned.GraphID != nr.GraphID {
+				return fmt.Errorf("%w: thread %s holds the state of graph %q, not %q", ErrOtherGraph, run.ThreadID, owned.GraphID, nr.GraphID)
+			}
 			err = s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at, run_id`, []any{run.ThreadID}, func(r Rows) error {
 				ir, err := scanRun(r)
 				inflight = append(inflight, ir)
