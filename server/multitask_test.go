@@ -27,13 +27,6 @@ func (s *testServer) startSlow(tid, tag string, delayMS int) string {
 	return id
 }
 
-func (s *testServer) log(tid string) []any {
-	s.t.Helper()
-	st := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(s.t)
-	l, _ := st["values"].(map[string]any)["log"].([]any)
-	return l
-}
-
 func TestMultitaskReject(t *testing.T) {
 	s := newServer(t, server.Options{})
 	tid := s.newThread()

@@ -51,6 +51,9 @@ func checkNamespace(ns []string, field string, required bool) error {
 
 // storeErr maps the store's errors: bad input is a 400 naming it.
 func storeErr(err error, field string) error {
+	if errors.Is(err, store.ErrNoIndex) {
+		return api.Unprocessable("This server's store has no vector index: search without a query")
+	}
 	if errors.Is(err, store.ErrInvalid) {
 		return api.Invalid(api.Field(err.Error(), field))
 	}
