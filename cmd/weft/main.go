@@ -1,5 +1,6 @@
 // Command weft is weft's command line: it runs the example agents
-// (weft run), draws graphs and migrates databases, and will serve them.
+// (weft run), serves graphs over HTTP (weft serve), draws graphs and
+// migrates databases.
 package main
 
 import (

@@ -27,7 +27,7 @@ func New(version string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newGraphCmd(), newMCPCmd(), newMigrateCmd(), newRunCmd(), newThreadsCmd(), newVersionCmd(version))
+	root.AddCommand(newGraphCmd(), newMCPCmd(), newMigrateCmd(), newRunCmd(), newServeCmd(version), newThreadsCmd(), newVersionCmd(version))
 	return root
 }
 

@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/weftlabs/weft/agent/react"
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/dburl"
+	"github.com/weftlabs/weft/cmd/weft/internal/examples"
+	"github.com/weftlabs/weft/examples/apitest"
+	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/llm"
+	"github.com/weftlabs/weft/llm/providers"
+	"github.com/weftlabs/weft/llm/scripted"
+	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/store"
+)
+
+// The values of --graphs.
+const (
+	graphsExamples = "examples"
+	graphsAPITest  = "apitest"
+)
+
+// defaultAddr is the LangGraph dev server's address.
+const defaultAddr = "127.0.0.1:2024"
+
+type serveConfig struct {
+	addr, dsn, dbSource, graphs, model, tools string
+	toolsFrom                                 string
+	workers                                   int
+	insecure                                  bool
+	grace                                     time.Duration
+	corsOrigins                               []string
+	version                                   string
+	log                                       io.Writer
+}
+
+func newServeCmd(version string) *cobra.Command {
+	c := serveConfig{version: version}
+	cmd := &cobra.Command{
+		Use:   "serve [--addr HOST:PORT] [--db DB] [--graphs examples|apitest] [--model PROVIDER:MODEL]",
+		Short: "Serve graphs over HTTP with the LangGraph Server API",
+		Long: "Serve graphs over HTTP with the LangGraph Server API, so the LangGraph SDKs and front ends\n" +
+			"written for LangGraph (agent-chat-ui, LangGraph Studio) work against weft unchanged.\n\n" +
+			"--graphs examples (the default) serves the example agents (" + strings.Join(examples.Names(), ", ") + "),\n" +
+			"each with a system assistant named after it; the chat agents answer with --model or $" + modelEnv + ",\n" +
+			"or, without one, with their offline scripted demo models (found from the repository's root).\n" +
+			"--graphs apitest serves the three test graphs of the LangGraph Server API reference: echo, approval, slow.\n\n" +
+			"Threads, runs and checkpoints are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "); with PostgreSQL,\n" +
+			"several weft serve processes may share the database. SIGINT or SIGTERM stops taking runs, lets the\n" +
+			"runs going finish for --shutdown-timeout, and leaves the rest to be resumed at the next start.\n\n" +
+			"The server has no authentication yet: it listens on loopback addresses only, unless\n" +
+			"--insecure-no-auth says that anyone who can reach it may read and run every thread.",
+		Example: "  weft serve\n  weft serve --graphs apitest --addr 127.0.0.1:2091\n" +
+			"  weft serve --model openai:gpt-4o-mini --db postgres://weft@db:5432/weft",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c.dbSource = dbSource(cmd)
+			c.toolsFrom = "--tools"
+			if !cmd.Flags().Changed("tools") {
+				c.tools, c.toolsFrom = os.Getenv(toolsEnv), "$"+toolsEnv
+			}
+			if !cmd.Flags().Changed("model") {
+				c.model = os.Getenv(modelEnv)
+			}
+			c.log = cmd.ErrOrStderr()
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return serve(ctx, c)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.addr, "addr", defaultAddr, "the address to listen on")
+	f.StringVar(&c.graphs, "graphs", graphsExamples, "the graphs to serve: "+graphsExamples+" (the example agents) or "+graphsAPITest+" (the LangGraph Server API's test graphs)")
+	f.StringVar(&c.model, "model", "", "the example agents' model, e.g. openai:gpt-4o-mini (default $"+modelEnv+", else their offline demo scripts)")
+	f.StringVar(&c.tools, "tools", "", "how the model calls tools: "+toolsNative+" or "+toolsJSON+" (default $"+toolsEnv+", else "+toolsNative+")")
+	f.IntVar(&c.workers, "workers", 0, fmt.Sprintf("the most runs executing at once (default %d)", server.DefaultWorkers))
+	f.BoolVar(&c.insecure, "insecure-no-auth", false, "listen beyond loopback although the server has no authentication: anyone who reaches it may read and run every thread")
+	f.DurationVar(&c.grace, "shutdown-timeout", 30*time.Second, "how long a shutdown lets the runs going finish before it leaves them to be resumed")
+	f.StringSliceVar(&c.corsOrigins, "cors-origins", nil, "origins browsers may call from (default any)")
+	addDBFlag(cmd, &c.dsn, "database for threads, runs and checkpoints")
+	return cmd
+}
+
+// ErrInsecureAddr means --addr listens beyond loopback without
+// authentication.
+var ErrInsecureAddr = errors.New("refusing to serve beyond loopback without authentication")
+
+// checkAddr refuses an address reachable from other machines.
+func checkAddr(addr string, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w; expected HOST:PORT, e.g. %s", addr, err, defaultAddr)
+	}
+	if insecure || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	where := host
+	if where == "" {
+		where = "every interface"
+	}
+	return fmt.Errorf("%w: --addr %s listens on %s, and the server has no authentication yet, so anyone who reaches it could read and run every thread; listen on 127.0.0.1, or pass --insecure-no-auth to accept that", ErrInsecureAddr, addr, where)
+}
+
+func serve(ctx context.Context, c serveConfig) error {
+	log := slog.New(slog.NewTextHandler(c.log, nil))
+	if err := checkAddr(c.addr, c.insecure); err != nil {
+		return err
+	}
+	mode, err := toolMode(c.tools, c.toolsFrom)
+	if err != nil {
+		return err
+	}
+	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	graphs, closeGraphs, err := servedGraphs(ctx, c, db, mode, log)
+	if err != nil {
+		return err
+	}
+	defer closeGraphs()
+	opts := server.Options{Graphs: graphs, DB: db, Workers: c.workers, Logger: log, Version: versionString(c.version)}
+	if len(c.corsOrigins) > 0 {
+		opts.CORS = &server.CORSOptions{AllowOrigins: c.corsOrigins}
+	}
+	srv, err := server.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		return fmt.Errorf("--addr %s: %w", c.addr, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	ids := slices.Sorted(maps.Keys(graphs))
+	log.Info("weft serve: listening", "url", "http://"+ln.Addr().String(), "db", db.Backend+" "+db.Target, "graphs", strings.Join(ids, ","))
+	select {
+	case err := <-served:
+		_ = srv.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("weft serve: shutting down: no new runs; the runs going have until the timeout", "timeout", c.grace)
+	sctx, cancel := context.WithTimeout(context.Background(), c.grace)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- hs.Shutdown(sctx) }()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("weft serve: runs still going were stopped; they are resumed at the next start", "err", err)
+	}
+	if err := <-done; err != nil {
+		_ = hs.Close()
+	}
+	log.Info("weft serve: stopped")
+	return nil
+}
+
+// servedGraphs builds what --graphs names.
+func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.Mode, log *slog.Logger) (map[string]server.GraphFunc, func(), error) {
+	out := map[string]server.GraphFunc{}
+	switch c.graphs {
+	case graphsAPITest:
+		for id, b := range apitest.All() {
+			out[id] = b
+		}
+		return out, func() {}, nil
+	case graphsExamples:
+	default:
+		return nil, nil, fmt.Errorf("--graphs %q: want %s (the example agents) or %s (the LangGraph Server API's test graphs)", c.graphs, graphsExamples, graphsAPITest)
+	}
+	var model llm.ChatModel
+	if c.model != "" {
+		m, err := providers.Open(ctx, c.model)
+		if err != nil {
+			return nil, nil, err
+		}
+		model = m
+		log.Info("weft serve: the example agents answer with " + c.model)
+	}
+	dataDir := "."
+	if db.Backend == "sqlite" {
+		dataDir = filepath.Dir(db.Target)
+	}
+	var closers []func() error
+	closeAll := func() {
+		for _, f := range closers {
+			_ = f()
+		}
+	}
+	for _, e := range examples.All() {
+		if e.Open == nil {
+			out[e.Name] = func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) { return e.Build(saver) }
+			continue
+		}
+		m := model
+		if m == nil {
+			demo := e.Demo
+			if mode == react.JSONFormat && e.DemoJSON != "" {
+				demo = e.DemoJSON
+			}
+			dm, err := loopingScript(demo)
+			if err != nil {
+				log.Warn("weft serve: not serving "+e.Name+": no --model, and its offline demo script cannot be read (run from the repository's root, or pass --model)", "script", demo, "err", err)
+				continue
+			}
+			log.Warn("weft serve: " + e.Name + " answers with its offline scripted demo model (" + demo + "), the same replies in turn whatever is asked, not a real model; pass --model or set $" + modelEnv + " for one")
+			m = dm
+		}
+		out[e.Name] = func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+			a, err := e.Open(ctx, m, examples.OpenOptions{Saver: saver, DataDir: dataDir, Mode: mode})
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: %w", e.Name, err)
+			}
+			closers = append(closers, a.Close)
+			return a.Graph, nil
+		}
+	}
+	return out, closeAll, nil
+}
+
+// loopingScript loads a demo script to play over and over, one
+// conversation after another.
+func loopingScript(path string) (llm.ChatModel, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("script %s: %w", path, err)
+	}
+	doc["loop"] = true
+	if data, err = yaml.Marshal(doc); err != nil {
+		return nil, err
+	}
+	return scripted.Parse(data)
+}

@@ -1,0 +1,141 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftlabs/weft/cmd/weft/internal/cli"
+)
+
+// syncBuffer is a log the test reads while the command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var urlRE = regexp.MustCompile(`url=(http://\S+)`)
+
+// startServe runs weft serve in-process until the test ends, and returns
+// its URL.
+func startServe(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := cli.New("v0.0.0-test")
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("weft serve after SIGINT: %v", err)
+		}
+		if !strings.Contains(out.String(), "weft serve: stopped") {
+			t.Errorf("weft serve did not say it stopped:\n%s", out.String())
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := urlRE.FindStringSubmatch(out.String()); m != nil {
+			return m[1], &out
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("weft serve exited: %v\n%s", err, out.String())
+		default:
+		}
+	}
+	t.Fatalf("weft serve did not start:\n%s", out.String())
+	return "", nil
+}
+
+func post(t *testing.T, url, body string) string {
+	t.Helper()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("POST %s: %d %s", url, res.StatusCode, b)
+	}
+	return string(b)
+}
+
+func TestServeAPITest(t *testing.T) {
+	url, _ := startServe(t, "--graphs", "apitest", "--db", filepath.Join(t.TempDir(), "weft.db"))
+	body := post(t, url+"/assistants/search", `{}`)
+	for _, g := range []string{`"graph_id":"echo"`, `"graph_id":"approval"`, `"graph_id":"slow"`} {
+		if !strings.Contains(body, g) {
+			t.Errorf("assistants lack %s: %s", g, body)
+		}
+	}
+	out := post(t, url+"/runs/wait", `{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"served"}]}}`)
+	if !strings.Contains(out, `"content":"served"`) {
+		t.Errorf("wait = %s", out)
+	}
+}
+
+// Without --model the example agents answer with their demo scripts, and
+// the log says so.
+func TestServeExamples(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	url, log := startServe(t, "--db", filepath.Join(t.TempDir(), "weft.db"))
+	body := post(t, url+"/assistants/search", `{}`)
+	for _, g := range []string{`"graph_id":"approval"`, `"graph_id":"career"`, `"graph_id":"travel"`} {
+		if !strings.Contains(body, g) {
+			t.Errorf("assistants lack %s: %s", g, body)
+		}
+	}
+	if !strings.Contains(log.String(), "offline scripted demo model") {
+		t.Errorf("the log does not say the agents are scripted:\n%s", log.String())
+	}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestServeRefusesBeyondLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:2024", ":2024", "192.0.2.1:2024"} {
+		_, _, err := execute(t, "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "weft.db"))
+		if !errors.Is(err, cli.ErrInsecureAddr) || !strings.Contains(err.Error(), "--insecure-no-auth") {
+			t.Errorf("--addr %s: %v; want a refusal naming --insecure-no-auth", addr, err)
+		}
+	}
+	for _, bad := range [][]string{
+		{"--addr", "nonsense"},
+		{"--graphs", "everything"},
+	} {
+		if _, _, err := execute(t, append([]string{"serve", "--db", filepath.Join(t.TempDir(), "weft.db")}, bad...)...); err == nil {
+			t.Errorf("weft serve %v started", bad)
+		}
+	}
+}
