@@ -26,8 +26,7 @@ type manager struct {
 	leaseTTL, workerTTL, retain time.Duration
 	durability                  graph.Durability
 
-	// base is the parent of every run's context; stop cancels the
-	// heartbeat loop.
+	// base is the context of the heartbeat loop; stop cancels it.
 	base     context.Context
 	stop     context.CancelFunc
 	loopDone chan struct{}
@@ -213,7 +212,9 @@ func (m *manager) isClosing() bool {
 
 func (m *manager) newLive(rec records.Run, kw runKwargs, g *servedGraph) *liveRun {
 	lr := &liveRun{rec: rec, kw: kw, graph: g, done: make(chan struct{})}
-	lr.ctx, lr.cancel = context.WithCancelCause(m.base)
+	// Not a child of a context every run shares: thousands of runs would
+	// take turns at its lock. Shutdown cancels the runs one by one.
+	lr.ctx, lr.cancel = context.WithCancelCause(context.Background())
 	return lr
 }
 
@@ -333,21 +334,10 @@ func (m *manager) run(lr *liveRun) {
 		m.endBeforeStart(lr)
 		return
 	}
-	ok, err := m.s.rec.MarkRunning(ctx, lr.rec.ID, m.worker)
-	if err != nil {
-		if ctx.Err() != nil {
-			m.endBeforeStart(lr)
-			return
-		}
-		m.end(lr, nil, fmt.Errorf("recording the run's start: %w", err), nil)
-		return
-	}
-	if !ok {
-		// Cancelled while it waited, or taken over by another process:
-		// what is recorded stands.
-		m.endNotOurs(lr)
-		return
-	}
+	// A run is recorded running only once it has run a while: a short run
+	// goes from pending to its end in one write.
+	marker := time.AfterFunc(markRunningAfter, func() { m.markRunning(lr) })
+	defer marker.Stop()
 	if h := m.s.opts.Hooks.OnStart; h != nil {
 		h(ctx, m.info(lr))
 	}
@@ -355,6 +345,26 @@ func (m *manager) run(lr *liveRun) {
 	_ = m.publish(lr, "metadata", metadataEvent(lr.rec.ID, lr.rec.Attempt))
 	runErr := m.stream(ctx, lr, lease, enc)
 	m.end(lr, enc, runErr, lease)
+}
+
+// markRunningAfter is how long a run executes before it is recorded
+// running.
+const markRunningAfter = 100 * time.Millisecond
+
+// markRunning records that a run is executing. A run whose record says
+// otherwise (cancelled from another process, or taken over) stops.
+func (m *manager) markRunning(lr *liveRun) {
+	ok, err := m.s.rec.MarkRunning(lr.ctx, lr.rec.ID, m.worker)
+	switch {
+	case err != nil && lr.ctx.Err() == nil:
+		m.s.log.Warn("server: recording a run as running", "run_id", lr.rec.ID, "err", err)
+	case err == nil && !ok:
+		select {
+		case <-lr.done:
+		default:
+			lr.cancel(&cancelCause{action: records.MultitaskInterrupt})
+		}
+	}
 }
 
 // stream runs the graph and publishes its events.
@@ -557,16 +567,6 @@ func (m *manager) endBeforeStart(lr *liveRun) {
 		m.s.log.Error("server: recording a cancelled run", "run_id", lr.rec.ID, "err", err)
 	}
 	m.closeRun(lr, records.RunInterrupted, nil, nil)
-}
-
-// endNotOurs ends a run whose record says another process, or a cancel,
-// decided its fate.
-func (m *manager) endNotOurs(lr *liveRun) {
-	status := records.RunInterrupted
-	if rec, err := m.s.rec.GetRun(durable(lr.ctx), lr.rec.Owner, lr.rec.ThreadID, lr.rec.ID); err == nil {
-		status = rec.Status
-	}
-	m.closeRun(lr, status, nil, nil)
 }
 
 // dropTemporary deletes the thread of a stateless run.

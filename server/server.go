@@ -225,6 +225,7 @@ func (s *Server) open(ctx context.Context) error {
 		if s.rec, err = records.OpenSQLite(ctx, d.DB(), d.WriteTx, records.Options{}); err != nil {
 			return fmt.Errorf("server: %s: %w", db.Target, err)
 		}
+		s.closers = append(s.closers, s.rec.Close)
 		if s.store = s.opts.Store; s.store == nil {
 			b, err := storesqlite.NewBackend(ctx, d.DB())
 			if err != nil {
@@ -238,6 +239,7 @@ func (s *Server) open(ctx context.Context) error {
 		if s.rec, err = records.OpenPostgres(ctx, d.Pool(), records.Options{}); err != nil {
 			return fmt.Errorf("server: %s: %w", db.Target, err)
 		}
+		s.closers = append(s.closers, s.rec.Close)
 		if s.store = s.opts.Store; s.store == nil {
 			b, err := storepg.NewBackend(ctx, d.Pool(), storepg.Options{})
 			if err != nil {

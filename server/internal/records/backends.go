@@ -15,8 +15,10 @@ import (
 // queue them behind the saver's own writers (checkpoint/sqlite's
 // Driver.WriteTx). It migrates the schema.
 func OpenSQLite(ctx context.Context, db *sql.DB, write func(context.Context, func(*sql.Tx) error) error, opts Options) (*Store, error) {
-	s := newStore(&sqliteDB{db: db, write: write}, SQLite, opts)
+	// One committer: SQLite has one writer at a time anyway.
+	s := newStore(&sqliteDB{db: db, write: write}, SQLite, opts, 1)
 	if err := s.Migrate(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -51,7 +53,7 @@ func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error)
 		db.Close()
 		return nil, nil, err
 	}
-	return s, db.Close, nil
+	return s, func() error { s.Close(); return db.Close() }, nil
 }
 
 type sqliteDB struct {
@@ -97,8 +99,11 @@ func (r sqlRows) Close() { r.Rows.Close() }
 // OpenPostgres returns a Store over a PostgreSQL pool (the checkpoint
 // saver's: checkpoint/postgres's Driver.Pool) and migrates the schema.
 func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
-	s := newStore(pgDB{pool}, Postgres, opts)
+	// A few committers: PostgreSQL runs transactions side by side, and
+	// each commit waits for its WAL flush.
+	s := newStore(pgDB{pool}, Postgres, opts, 4)
 	if err := s.Migrate(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil

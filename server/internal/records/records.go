@@ -133,17 +133,26 @@ type Options struct {
 type Store struct {
 	db      DB
 	d       *Dialect
+	batch   *batcher
 	timeout time.Duration
 	// now is the clock, replaceable in tests.
 	now func() time.Time
 }
 
-func newStore(db DB, d *Dialect, opts Options) *Store {
+func newStore(db DB, d *Dialect, opts Options, committers int) *Store {
 	s := &Store{db: db, d: d, timeout: opts.Timeout, now: func() time.Time { return time.Now().UTC() }}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
+	s.batch = newBatcher(db, committers, s.timeout)
 	return s
+}
+
+// Close stops the store's committers; writes still queued fail. It does
+// not close the database, which the caller opened.
+func (s *Store) Close() error {
+	s.batch.close()
+	return nil
 }
 
 // bound gives a call its deadline.
@@ -151,11 +160,12 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// write runs fn in a bounded write transaction.
+// write runs fn in a bounded write transaction, shared with the other
+// writes queued at the moment (see batch.go).
 func (s *Store) write(ctx context.Context, fn func(Tx) error) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.db.Write(ctx, fn)
+	return s.batch.do(ctx, fn)
 }
 
 // read runs fn in a bounded read transaction.

@@ -35,6 +35,7 @@ var backends = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { s.Close() })
 		return s
 	}},
 	{"memory", func(t *testing.T) *Store {
@@ -56,6 +57,7 @@ var backends = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { s.Close() })
 		return s
 	}},
 }
@@ -552,5 +554,40 @@ func TestAssistants(t *testing.T) {
 			t.Errorf("versions of a deleted assistant: %v", err)
 		}
 		_ = mine
+	})
+}
+
+// Writes queued together share a transaction, each in a savepoint: the
+// ones that fail do not undo the others.
+func TestBatchedWritesFailAlone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		errs := make([]error, 60)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Every third id is taken twice.
+				id := fmt.Sprint("t", i)
+				if i%3 == 2 {
+					id = fmt.Sprint("t", i-1)
+				}
+				_, errs[i] = s.CreateThread(ctx, Thread{ID: id, Owner: "u"}, false)
+			}()
+		}
+		wg.Wait()
+		conflicts := 0
+		for _, err := range errs {
+			switch {
+			case errors.Is(err, ErrConflict):
+				conflicts++
+			case err != nil:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		if n, _ := s.CountThreads(ctx, ThreadQuery{Owner: "u"}); n != 40 || conflicts != 20 {
+			t.Errorf("%d threads and %d conflicts, want 40 and 20", n, conflicts)
+		}
 	})
 }

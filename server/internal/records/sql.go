@@ -117,7 +117,9 @@ const migrationsTable = `CREATE TABLE IF NOT EXISTS weft_schema_migrations (
 // transaction (under an advisory lock in PostgreSQL), so several processes
 // may start at once; a process that finds the schema current does nothing.
 func (s *Store) Migrate(ctx context.Context) error {
-	return s.write(ctx, func(tx Tx) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.db.Write(ctx, func(tx Tx) error {
 		if s.d.Name == "postgres" {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('weft.server.migrate'))`); err != nil {
 				return fmt.Errorf("records: locking for migration: %w", err)
