@@ -277,19 +277,10 @@ func (m *manager) execute(lr *liveRun) {
 		line.active = nil
 		m.pumpLocked(lr.rec.ThreadID)
 	}
-	if !lr.kw.Resumable {
-		delete(m.runs, lr.rec.ID)
-	}
+	// Who waits holds the run already; a resumable run's events stay in
+	// the broker, and a later join reads the thread.
+	delete(m.runs, lr.rec.ID)
 	m.mu.Unlock()
-	if lr.kw.Resumable {
-		time.AfterFunc(m.retain, func() {
-			m.mu.Lock()
-			if m.runs[lr.rec.ID] == lr {
-				delete(m.runs, lr.rec.ID)
-			}
-			m.mu.Unlock()
-		})
-	}
 }
 
 // durable is a context for the writes that record a run's end: they must
@@ -548,10 +539,10 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	default:
 		lr.result = values
 	}
-	close(lr.done)
 	if h := m.s.opts.Hooks.OnEnd; h != nil && status != records.RunPending {
 		h(lr.ctx, m.info(lr), status, runErr)
 	}
+	close(lr.done)
 }
 
 // endBeforeStart ends a run stopped before it started: cancelled, or left

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -520,6 +521,25 @@ func TestStreamSubgraphs(t *testing.T) {
 	for _, e := range evs {
 		if strings.Contains(e.Event, "|") {
 			t.Errorf("subgraph event without stream_subgraphs: %s", e.Event)
+		}
+	}
+}
+
+func TestHooks(t *testing.T) {
+	type call struct{ what, graph, status string }
+	calls := make(chan call, 16)
+	s := newServer(t, server.Options{Hooks: server.RunHooks{
+		OnStart: func(ctx context.Context, r server.RunInfo) { calls <- call{"start", r.GraphID, ""} },
+		OnEnd:   func(ctx context.Context, r server.RunInfo, status string, err error) { calls <- call{"end", r.GraphID, status} },
+	}})
+	tid := s.newThread()
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("x")})
+	t2 := s.newThread()
+	s.must(200, "POST", "/threads/"+t2+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": "x"}})
+	want := []call{{"start", "echo", ""}, {"end", "echo", "success"}, {"start", "slow", ""}, {"end", "slow", "error"}}
+	for i, w := range want {
+		if got := <-calls; got != w {
+			t.Errorf("hook call %d = %v, want %v", i, got, w)
 		}
 	}
 }
