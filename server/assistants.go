@@ -34,6 +34,17 @@ func (s *Server) lookupAssistant(r *http.Request, ref string) (records.Assistant
 	return a, recordErr(err, assistantNotFound())
 }
 
+// pathAssistantGraph returns the assistant the path names and the graph it
+// runs.
+func (s *Server) pathAssistantGraph(r *http.Request) (records.Assistant, *servedGraph, error) {
+	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
+	if err != nil {
+		return records.Assistant{}, nil, err
+	}
+	g, err := s.servedGraphOf(a)
+	return a, g, err
+}
+
 // servedGraphOf returns the graph an assistant runs.
 func (s *Server) servedGraphOf(a records.Assistant) (*servedGraph, error) {
 	g, ok := s.graphs[a.GraphID]
@@ -329,11 +340,7 @@ func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
-	if err != nil {
-		return err
-	}
-	g, err := s.servedGraphOf(a)
+	_, g, err := s.pathAssistantGraph(r)
 	if err != nil {
 		return err
 	}
@@ -354,11 +361,7 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
-	if err != nil {
-		return err
-	}
-	g, err := s.servedGraphOf(a)
+	a, g, err := s.pathAssistantGraph(r)
 	if err != nil {
 		return err
 	}
@@ -376,11 +379,7 @@ func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error 
 // compiled graph's subgraphs yet, so the answer is an empty map, which
 // clients read as a graph without subgraphs.
 func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.lookupAssistant(r, r.PathValue("assistant_id"))
-	if err != nil {
-		return err
-	}
-	if _, err := s.servedGraphOf(a); err != nil {
+	if _, _, err := s.pathAssistantGraph(r); err != nil {
 		return err
 	}
 	api.WriteJSON(w, http.StatusOK, map[string]any{})

@@ -114,16 +114,24 @@ func runThread(r *http.Request) (string, error) {
 	return pathUUID(r, "thread_id")
 }
 
-func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
+// requestedRun creates the run a request to a run endpoint asks for, not
+// yet launched, with the request and the thread id ("" for a stateless
+// run).
+func (s *Server) requestedRun(w http.ResponseWriter, r *http.Request) (*liveRun, *runRequest, string, error) {
 	threadID, err := runThread(r)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	var req runRequest
 	if err := api.DecodeBody(w, r, 0, &req); err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	lr, err := s.newRun(r, &req, threadID)
+	return lr, &req, threadID, err
+}
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
+	lr, _, threadID, err := s.requestedRun(w, r)
 	if err != nil {
 		return err
 	}
@@ -218,15 +226,7 @@ func (s *Server) follow(ctx context.Context, out *sse, runID string, after int) 
 }
 
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) error {
-	threadID, err := runThread(r)
-	if err != nil {
-		return err
-	}
-	var req runRequest
-	if err := api.DecodeBody(w, r, 0, &req); err != nil {
-		return err
-	}
-	lr, err := s.newRun(r, &req, threadID)
+	lr, req, threadID, err := s.requestedRun(w, r)
 	if err != nil {
 		return err
 	}
@@ -268,15 +268,7 @@ func (s *Server) cancelOnDisconnect(lr *liveRun) {
 }
 
 func (s *Server) waitRun(w http.ResponseWriter, r *http.Request) error {
-	threadID, err := runThread(r)
-	if err != nil {
-		return err
-	}
-	var req runRequest
-	if err := api.DecodeBody(w, r, 0, &req); err != nil {
-		return err
-	}
-	lr, err := s.newRun(r, &req, threadID)
+	lr, req, threadID, err := s.requestedRun(w, r)
 	if err != nil {
 		return err
 	}

@@ -243,6 +243,17 @@ func (s *Server) countThreads(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// ownThreadGraph returns the request user's thread from the path and the
+// graph its runs used (nil before any run).
+func (s *Server) ownThreadGraph(r *http.Request) (records.Thread, *servedGraph, error) {
+	t, err := s.ownThread(r)
+	if err != nil {
+		return records.Thread{}, nil, err
+	}
+	g, err := s.threadGraph(t)
+	return t, g, err
+}
+
 // threadGraph returns the graph a thread's runs used (its metadata's
 // graph_id), or nil when no run has used one yet.
 func (s *Server) threadGraph(t records.Thread) (*servedGraph, error) {
@@ -264,11 +275,7 @@ func (s *Server) threadGraph(t records.Thread) (*servedGraph, error) {
 const checkpointTimeout = 10 * time.Second
 
 func (s *Server) writeState(w http.ResponseWriter, r *http.Request, checkpointID, ns string, subgraphs bool) error {
-	t, err := s.ownThread(r)
-	if err != nil {
-		return err
-	}
-	g, err := s.threadGraph(t)
+	t, g, err := s.ownThreadGraph(r)
 	if err != nil {
 		return err
 	}
@@ -336,11 +343,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if err := api.DecodeBody(w, r, 0, &req); err != nil {
 		return err
 	}
-	t, err := s.ownThread(r)
-	if err != nil {
-		return err
-	}
-	g, err := s.threadGraph(t)
+	t, g, err := s.ownThreadGraph(r)
 	if err != nil {
 		return err
 	}
@@ -475,11 +478,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.ownThread(r)
-	if err != nil {
-		return err
-	}
-	g, err := s.threadGraph(t)
+	t, g, err := s.ownThreadGraph(r)
 	if err != nil {
 		return err
 	}
