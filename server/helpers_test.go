@@ -299,3 +299,14 @@ func (s *testServer) waitRun(threadID, runID string) map[string]any {
 }
 
 func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+func wrapBench(srv *server.Server) *httptest.Server { return httptest.NewServer(srv) }
+
+func benchDB(b *testing.B) *dburl.DB {
+	db, err := dburl.Open(context.Background(), filepath.Join(b.TempDir(), "weft.db"), dburl.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}

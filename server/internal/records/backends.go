@@ -3,7 +3,12 @@ package records
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,20 +29,38 @@ func OpenSQLite(ctx context.Context, db *sql.DB, write func(context.Context, fun
 	return s, nil
 }
 
-// OpenMemory returns a Store in a private in-memory SQLite database, for a
-// server that keeps nothing across restarts (tests, demos). Close it to
-// free the memory.
+// OpenMemory returns a Store in a private SQLite database that lives in a
+// temporary directory, for a server that keeps nothing across restarts
+// (tests, demos). Its close function deletes it.
 func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error) {
-	db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(OFF)&_txlock=immediate")
+	dir, err := os.MkdirTemp("", "weft-records-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("records: opening an in-memory database: %w", err)
+		return nil, nil, fmt.Errorf("records: a directory for the database: %w", err)
 	}
-	// One connection: an in-memory database lives and dies with it.
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxIdleTime(0)
-	db.SetConnMaxLifetime(0)
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(OFF)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", filepath.Join(dir, "records.db")+"?"+q.Encode())
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("records: opening a temporary database: %w", err)
+	}
+	db.SetMaxIdleConns(8)
+	drop := func() error {
+		err := db.Close()
+		return errors.Join(err, os.RemoveAll(dir))
+	}
+	// Writers take turns here rather than in SQLite's busy handler.
+	lock := make(chan struct{}, 1)
 	write := func(ctx context.Context, fn func(*sql.Tx) error) error {
+		select {
+		case lock <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-lock }()
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -50,19 +73,20 @@ func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error)
 	}
 	s, err := OpenSQLite(ctx, db, write, opts)
 	if err != nil {
-		db.Close()
+		drop()
 		return nil, nil, err
 	}
-	return s, func() error { s.Close(); return db.Close() }, nil
+	return s, func() error { s.Close(); return drop() }, nil
 }
 
 type sqliteDB struct {
 	db    *sql.DB
 	write func(context.Context, func(*sql.Tx) error) error
+	stmts stmtCache
 }
 
 func (d *sqliteDB) Write(ctx context.Context, fn func(Tx) error) error {
-	return d.write(ctx, func(tx *sql.Tx) error { return fn(sqlTx{tx}) })
+	return d.write(ctx, func(tx *sql.Tx) error { return fn(sqlTx{tx, d}) })
 }
 
 func (d *sqliteDB) Read(ctx context.Context, fn func(Tx) error) error {
@@ -71,13 +95,53 @@ func (d *sqliteDB) Read(ctx context.Context, fn func(Tx) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(sqlTx{tx})
+	return fn(sqlTx{tx, d})
 }
 
-type sqlTx struct{ tx *sql.Tx }
+// stmtCache keeps the statements run most, prepared once: SQLite spends
+// more time compiling a short statement than running it. Statements
+// built for one request (IN lists, filters) beyond the cache's size are
+// run unprepared.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+const maxStmts = 128
+
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st
+	}
+	if len(c.m) >= maxStmts {
+		return nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil // run unprepared, and let that report the error
+	}
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	c.m[query] = st
+	return st
+}
+
+type sqlTx struct {
+	tx *sql.Tx
+	d  *sqliteDB
+}
 
 func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, query, args...)
+	var res sql.Result
+	var err error
+	if st := t.d.stmts.get(ctx, t.d.db, query); st != nil {
+		res, err = t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	} else {
+		res, err = t.tx.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -85,7 +149,13 @@ func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, erro
 }
 
 func (t sqlTx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
-	rows, err := t.tx.QueryContext(ctx, query, args...)
+	var rows *sql.Rows
+	var err error
+	if st := t.d.stmts.get(ctx, t.d.db, query); st != nil {
+		rows, err = t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return nil, err
 	}
