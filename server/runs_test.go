@@ -530,7 +530,9 @@ func TestHooks(t *testing.T) {
 	calls := make(chan call, 16)
 	s := newServer(t, server.Options{Hooks: server.RunHooks{
 		OnStart: func(ctx context.Context, r server.RunInfo) { calls <- call{"start", r.GraphID, ""} },
-		OnEnd:   func(ctx context.Context, r server.RunInfo, status string, err error) { calls <- call{"end", r.GraphID, status} },
+		OnEnd: func(ctx context.Context, r server.RunInfo, status string, err error) {
+			calls <- call{"end", r.GraphID, status}
+		},
 	}})
 	tid := s.newThread()
 	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("x")})
