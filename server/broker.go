@@ -70,6 +70,11 @@ type memoryBroker struct {
 	now      func() time.Time
 }
 
+// NewMemoryBroker returns the in-process Broker a Server uses by default:
+// a run's events are kept in memory, bounded, while the run goes and, for
+// a resumable run, for its retention after it ends.
+func NewMemoryBroker() Broker { return newMemoryBroker() }
+
 func newMemoryBroker() *memoryBroker {
 	return &memoryBroker{streams: map[string]*memStream{}, now: time.Now}
 }

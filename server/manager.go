@@ -88,13 +88,16 @@ func newManager(s *Server) *manager {
 	m := &manager{
 		s:          s,
 		worker:     ids.TimeOrdered(),
-		broker:     newMemoryBroker(),
+		broker:     o.Broker,
 		leaseTTL:   o.LeaseTTL,
 		workerTTL:  o.WorkerTTL,
 		retain:     o.StreamRetention,
 		durability: o.Durability,
 		runs:       map[string]*liveRun{},
 		lines:      map[string]*threadLine{},
+	}
+	if m.broker == nil {
+		m.broker = newMemoryBroker()
 	}
 	if m.workerTTL <= 0 {
 		m.workerTTL = DefaultWorkerTTL
@@ -618,7 +621,10 @@ func (m *manager) cancel(ctx context.Context, owner, threadID string, runIDs []s
 		if len(done) < len(remote) {
 			// Some run is executing in another process: ask its holder of
 			// the thread to stop.
-			if _, err := m.s.saver.RequestCancel(ctx, threadID); err != nil {
+			rctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+			_, err := m.s.saver.RequestCancel(rctx, threadID)
+			cancel()
+			if err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -543,5 +544,31 @@ func TestHooks(t *testing.T) {
 		if got := <-calls; got != w {
 			t.Errorf("hook call %d = %v, want %v", i, got, w)
 		}
+	}
+}
+
+// countingBroker counts the events a run publishes.
+type countingBroker struct {
+	server.Broker
+	mu sync.Mutex
+	n  int
+}
+
+func (b *countingBroker) Publish(runID string, ev server.Event) error {
+	b.mu.Lock()
+	b.n++
+	b.mu.Unlock()
+	return b.Broker.Publish(runID, ev)
+}
+
+func TestBrokerOption(t *testing.T) {
+	b := &countingBroker{Broker: server.NewMemoryBroker()}
+	s := newServer(t, server.Options{Broker: b})
+	tid := s.newThread()
+	_, evs := s.stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "echo", "input": human("a b")})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n != len(evs) || b.n == 0 {
+		t.Errorf("the broker carried %d events, the stream had %d", b.n, len(evs))
 	}
 }

@@ -104,6 +104,10 @@ type Options struct {
 	StreamRetention time.Duration
 	// Hooks are called as runs start and end, for metrics and tracing.
 	Hooks RunHooks
+	// Broker carries runs' events to the requests streaming them; nil
+	// keeps them in this process, which then serves the streams of the
+	// runs it executes.
+	Broker Broker
 	// Version is what GET /info reports as the server's version.
 	Version string
 }
