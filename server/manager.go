@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -274,7 +275,17 @@ func (m *manager) pumpLocked(threadID string) {
 // execute runs lr to its end, then lets its thread's next run start.
 func (m *manager) execute(lr *liveRun) {
 	defer m.wg.Done()
-	m.run(lr)
+	func() {
+		// A bug of the manager's own must not take the server down with
+		// it: the run fails, saying why.
+		defer func() {
+			if v := recover(); v != nil {
+				m.s.log.Error("server: run panicked", "run_id", lr.rec.ID, "panic", v, "stack", string(debug.Stack()))
+				m.end(lr, nil, fmt.Errorf("server: run panicked: %v", v), nil)
+			}
+		}()
+		m.run(lr)
+	}()
 	m.mu.Lock()
 	if line := m.lines[lr.rec.ThreadID]; line != nil && line.active == lr {
 		line.active = nil

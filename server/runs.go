@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 	"strconv"
@@ -201,14 +203,10 @@ func (s *sse) write(evs []Event) error {
 	return s.rc.Flush()
 }
 
-// follow writes a run's events from after to the client until the run's
-// stream ends or the client goes. It reports whether the stream ended
-// (rather than the client going away).
-func (s *Server) follow(ctx context.Context, out *sse, runID string, after int) bool {
-	events, ok := s.runs.broker.Subscribe(ctx, runID, after)
-	if !ok {
-		return true
-	}
+// follow writes a run's events to the client until the run's stream ends
+// or the client goes. It reports whether the stream ended (rather than the
+// client going away).
+func (s *Server) follow(out *sse, events iter.Seq2[[]Event, error]) bool {
 	for batch, err := range events {
 		if err != nil {
 			if errors.Is(err, ErrStreamTrimmed) {
@@ -232,21 +230,13 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Location", runLocation(lr, threadID == ""))
 	ctx := r.Context()
-	events, _ := s.runs.broker.Subscribe(ctx, lr.rec.ID, -1)
+	events, ok := s.runs.broker.Subscribe(ctx, lr.rec.ID, -1)
 	s.runs.launch(lr)
-	out := startSSE(w)
-	ended := true
-	for batch, err := range events {
-		if err != nil {
-			ended = false
-			break
-		}
-		if err := out.write(batch); err != nil {
-			ended = false
-			break
-		}
+	if !ok {
+		return fmt.Errorf("the broker has no stream for run %s", lr.rec.ID)
 	}
-	if !ended && req.OnDisconnect == "cancel" {
+	out := startSSE(w)
+	if !s.follow(out, events) && req.OnDisconnect == "cancel" {
 		s.cancelOnDisconnect(lr)
 	}
 	return nil
@@ -475,8 +465,8 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	lr := s.runs.live(run.Owner, run.ThreadID, run.ID)
 	out := startSSE(w)
-	if _, ok := s.runs.broker.Subscribe(ctx, run.ID, after); ok {
-		if !s.follow(ctx, out, run.ID, after) && lr != nil && queryBool(r, "cancel_on_disconnect") {
+	if events, ok := s.runs.broker.Subscribe(ctx, run.ID, after); ok {
+		if !s.follow(out, events) && lr != nil && queryBool(r, "cancel_on_disconnect") {
 			s.cancelOnDisconnect(lr)
 		}
 		return nil

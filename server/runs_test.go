@@ -572,3 +572,17 @@ func TestBrokerOption(t *testing.T) {
 		t.Errorf("the broker carried %d events, the stream had %d", b.n, len(evs))
 	}
 }
+
+// A wait writes a newline every second while its run goes on, before the
+// answer.
+func TestWaitKeepAlive(t *testing.T) {
+	s := newServer(t, server.Options{})
+	r := s.must(200, "POST", "/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1200, "tag": "k"}})
+	if !strings.HasPrefix(string(r.body), "\n") {
+		t.Errorf("no keep-alive newline before the answer: %q", r.body)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(r.body, &v); err != nil || v["tag"] != "k" {
+		t.Errorf("answer after the newlines: %q (%v)", r.body, err)
+	}
+}
