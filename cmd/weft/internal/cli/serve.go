@@ -44,6 +44,7 @@ const defaultAddr = "127.0.0.1:2024"
 
 type serveConfig struct {
 	addr, dsn, dbSource, graphs, model, tools string
+	durability                                string
 	toolsFrom                                 string
 	workers                                   int
 	insecure                                  bool
@@ -92,6 +93,7 @@ func newServeCmd(version string) *cobra.Command {
 	f.StringVar(&c.graphs, "graphs", graphsExamples, "the graphs to serve: "+graphsExamples+" (the example agents) or "+graphsAPITest+" (the LangGraph Server API's test graphs)")
 	f.StringVar(&c.model, "model", "", "the example agents' model, e.g. openai:gpt-4o-mini (default $"+modelEnv+", else their offline demo scripts)")
 	f.StringVar(&c.tools, "tools", "", "how the model calls tools: "+toolsNative+" or "+toolsJSON+" (default $"+toolsEnv+", else "+toolsNative+")")
+	f.StringVar(&c.durability, "durability", string(graph.DurabilityAsync), "when a run's checkpoints are saved unless it asks: async (each step, in the background), sync (each step, before the next) or exit (once, at the run's end: fewest writes; a crash restarts the run from its input)")
 	f.IntVar(&c.workers, "workers", 0, fmt.Sprintf("the most runs executing at once (default %d)", server.DefaultWorkers))
 	f.BoolVar(&c.insecure, "insecure-no-auth", false, "listen beyond loopback although the server has no authentication: anyone who reaches it may read and run every thread")
 	f.DurationVar(&c.grace, "shutdown-timeout", 30*time.Second, "how long a shutdown lets the runs going finish before it leaves them to be resumed")
@@ -132,6 +134,11 @@ func serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
+	switch graph.Durability(c.durability) {
+	case graph.DurabilityAsync, graph.DurabilitySync, graph.DurabilityExit:
+	default:
+		return fmt.Errorf("--durability %q: want async, sync or exit", c.durability)
+	}
 	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
 	if err != nil {
 		return err
@@ -142,7 +149,7 @@ func serve(ctx context.Context, c serveConfig) error {
 		return err
 	}
 	defer closeGraphs()
-	opts := server.Options{Graphs: graphs, DB: db, Workers: c.workers, Logger: log, Version: versionString(c.version)}
+	opts := server.Options{Graphs: graphs, DB: db, Workers: c.workers, Logger: log, Version: versionString(c.version), Durability: graph.Durability(c.durability)}
 	if len(c.corsOrigins) > 0 {
 		opts.CORS = &server.CORSOptions{AllowOrigins: c.corsOrigins}
 	}

@@ -133,6 +133,7 @@ func TestServeRefusesBeyondLoopback(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--addr", "nonsense"},
 		{"--graphs", "everything"},
+		{"--durability", "forever"},
 	} {
 		if _, _, err := execute(t, append([]string{"serve", "--db", filepath.Join(t.TempDir(), "weft.db")}, bad...)...); err == nil {
 			t.Errorf("weft serve %v started", bad)
