@@ -139,3 +139,23 @@ func reopen(t *testing.T, db *dburl.DB) *dburl.DB {
 	t.Cleanup(func() { out.Close() })
 	return out
 }
+
+// A rollback from another server: the run is stopped there, then rolled
+// back from here.
+func TestRollbackAcrossServers(t *testing.T) {
+	db := backends[0].open(t)
+	a := newServer(t, server.Options{DB: db, LeaseTTL: 900 * time.Millisecond})
+	bs := newServer(t, server.Options{DB: reopen(t, db), LeaseTTL: 900 * time.Millisecond})
+	tid := a.newThread()
+	rid := a.startSlow(tid, "a", 600000)
+	bs.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=rollback", nil)
+	a.must(404, "GET", "/threads/"+tid+"/runs/"+rid, nil)
+	var hist []any
+	a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{}).json(t, &hist)
+	if len(hist) != 0 {
+		t.Errorf("the rolled back run left %d checkpoints", len(hist))
+	}
+	if th := a.must(200, "GET", "/threads/"+tid, nil).obj(t); th["status"] != "idle" {
+		t.Errorf("thread = %v", th["status"])
+	}
+}

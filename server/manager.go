@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -508,7 +509,7 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 		m.s.log.Warn("server: run failed", "run_id", lr.rec.ID, "thread_id", lr.rec.ThreadID, "err", runErr)
 	}
 	if rollback {
-		m.rollback(ctx, lr.rec, lease)
+		m.rollback(ctx, lr, lease)
 	}
 	if lr.kw.Temporary {
 		m.dropTemporary(ctx, lr.rec)
@@ -584,16 +585,64 @@ func (m *manager) dropTemporary(ctx context.Context, rec records.Run) {
 	}
 }
 
-// rollback deletes a cancelled run and what it wrote. The checkpoints it
-// made stay until the checkpoint saver can rewind a thread; the thread's
-// record is set back to idle.
-func (m *manager) rollback(ctx context.Context, rec records.Run, _ *checkpoint.Lease) {
+// rollback deletes a cancelled run and what it wrote: its record, and the
+// checkpoints it made (the thread goes back to the checkpoint it started
+// from), under the lease it held. The thread's record follows.
+func (m *manager) rollback(ctx context.Context, lr *liveRun, lease *checkpoint.Lease) {
+	rec := lr.rec
 	if err := m.s.rec.RemoveRun(ctx, rec.ID); err != nil {
 		m.s.log.Error("server: deleting a rolled back run", "run_id", rec.ID, "err", err)
 	}
-	if _, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunInterrupted, ThreadStatus: records.ThreadIdle}); err != nil {
+	values, interrupts := json.RawMessage(nil), json.RawMessage(nil)
+	if err := m.rewind(ctx, rec, lease); err != nil {
+		m.s.log.Error("server: rewinding a rolled back run's checkpoints; the thread keeps them", "run_id", rec.ID, "thread_id", rec.ThreadID, "err", err)
+	} else if v, its, err := m.threadState(ctx, lr); err == nil {
+		values, interrupts = v, its
+	}
+	if _, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunInterrupted, ThreadStatus: records.ThreadIdle, Values: values, Interrupts: interrupts}); err != nil {
 		m.s.log.Error("server: recording a rolled back run's thread", "thread_id", rec.ThreadID, "err", err)
 	}
+}
+
+// rewinder is checkpoint.Saver's Rewind: delete every checkpoint of a
+// thread made after one, fenced by the lease in ctx.
+type rewinder interface {
+	Rewind(ctx context.Context, threadID, checkpointID string) (int, error)
+}
+
+// errNoRewind means this build's checkpoint saver cannot rewind a thread.
+var errNoRewind = errors.New("server: the checkpoint saver cannot rewind a thread")
+
+// rewind deletes the checkpoints a run made: every checkpoint after the
+// one its first checkpoint followed (all of the thread's, when the run
+// was its first).
+func (m *manager) rewind(ctx context.Context, rec records.Run, lease *checkpoint.Lease) error {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	root := ""
+	var from *checkpoint.Config
+	found := false
+	for t, err := range m.s.saver.List(ctx, rec.ThreadID, checkpoint.ListOptions{Namespace: &root, Filter: map[string]any{"run_id": rec.ID}}) {
+		if err != nil {
+			return err
+		}
+		found, from = true, t.Parent
+	}
+	if !found {
+		return nil
+	}
+	if from == nil {
+		return m.s.saver.DeleteThread(ctx, rec.ThreadID)
+	}
+	rw, ok := any(m.s.saver).(rewinder)
+	if !ok {
+		return errNoRewind
+	}
+	if lease != nil {
+		ctx = checkpoint.WithLease(ctx, lease)
+	}
+	_, err := rw.Rewind(ctx, rec.ThreadID, from.CheckpointID)
+	return err
 }
 
 // ---------------------------------------------------------------- cancel
@@ -638,6 +687,27 @@ func (m *manager) cancel(ctx context.Context, owner, threadID string, runIDs []s
 			if err != nil {
 				return err
 			}
+			if action == records.MultitaskRollback {
+				// That process records the run interrupted; this one then
+				// rolls it back.
+				running := remote
+				rb := func(ctx context.Context) {
+					for _, id := range running {
+						if !slices.Contains(done, id) {
+							m.rollbackStored(ctx, owner, threadID, id)
+						}
+					}
+				}
+				if wait {
+					defer rb(ctx)
+				} else {
+					go func() {
+						ctx, cancel := context.WithTimeout(context.Background(), m.workerTTL+time.Minute)
+						defer cancel()
+						rb(ctx)
+					}()
+				}
+			}
 		}
 	}
 	if !wait {
@@ -656,6 +726,37 @@ func (m *manager) cancel(ctx context.Context, owner, threadID string, runIDs []s
 		}
 	}
 	return nil
+}
+
+// rollbackStored rolls back a run another process executed, once it
+// ended: it takes the thread's lease, rewinds the run's checkpoints and
+// deletes its record.
+func (m *manager) rollbackStored(ctx context.Context, owner, threadID, runID string) {
+	if err := m.waitStored(ctx, owner, threadID, runID); err != nil {
+		m.s.log.Warn("server: waiting for a run to roll back", "run_id", runID, "err", err)
+		return
+	}
+	rec, err := m.s.rec.GetRun(ctx, owner, threadID, runID)
+	if err != nil {
+		return
+	}
+	a, err := m.s.rec.GetAssistant(ctx, owner, rec.AssistantID)
+	if err != nil {
+		m.s.log.Warn("server: rolling back a run", "run_id", runID, "err", err)
+		return
+	}
+	g, ok := m.s.graphs[a.GraphID]
+	if !ok {
+		m.s.log.Warn("server: rolling back a run of a graph not served here", "run_id", runID, "graph_id", a.GraphID)
+		return
+	}
+	lease, err := m.s.saver.Acquire(ctx, threadID, checkpoint.LeaseOptions{TTL: m.leaseTTL, Wait: true, RunID: runID})
+	if err != nil {
+		m.s.log.Warn("server: taking a thread to roll a run back", "run_id", runID, "err", err)
+		return
+	}
+	defer lease.Release(durable(ctx))
+	m.rollback(durable(ctx), &liveRun{rec: rec, graph: g, ctx: ctx}, lease)
 }
 
 // dequeueLocked removes a run that did not start from its thread's line.

@@ -82,6 +82,14 @@ func TestMultitaskInterruptAndRollback(t *testing.T) {
 				}
 			} else {
 				s.must(404, "GET", "/threads/"+tid+"/runs/"+first, nil)
+				// Its checkpoints are gone with it.
+				var hist []map[string]any
+				s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
+				for _, h := range hist {
+					if h["metadata"].(map[string]any)["run_id"] == first {
+						t.Errorf("a checkpoint of the rolled back run is left: %v", h["metadata"])
+					}
+				}
 			}
 			if th := s.must(200, "GET", "/threads/"+tid, nil).obj(t); th["status"] != "idle" {
 				t.Errorf("thread = %v", th["status"])
