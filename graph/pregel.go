@@ -931,6 +931,8 @@ func (r *run) start(ctx context.Context, in Update) error {
 		}
 		r.emitValues(nil)
 		return nil
+	case in.command:
+		return r.startCommand(ctx, in)
 	case in.input || len(in.writes) > 0 || len(in.gotos) > 0 || len(in.sends) > 0:
 		if in.parent != nil {
 			return fmt.Errorf("%w: the input is addressed to a parent graph (ToParent), but this graph has none", ErrInvalidInput)

@@ -65,6 +65,9 @@ type Update struct {
 	// writes nothing but was meant as input is not mistaken for "continue".
 	input  bool
 	resume *resume
+	// command is set by AsCommand: the writes apply between steps rather
+	// than through START.
+	command bool
 }
 
 type write struct {
@@ -102,6 +105,7 @@ func (u Update) And(others ...Update) Update {
 		u.gotos = append(slices.Clip(u.gotos), o.gotos...)
 		u.sends = append(slices.Clip(u.sends), o.sends...)
 		u.input = u.input || o.input
+		u.command = u.command || o.command
 		if o.parent != nil {
 			if u.parent == nil {
 				p := *o.parent

@@ -291,3 +291,43 @@ func TestInterruptIDsAreLangGraphShaped(t *testing.T) {
 		}
 	}
 }
+
+// A command's update and goto apply between steps: on a new thread, goto
+// skips what START leads to.
+func TestAsCommand(t *testing.T) {
+	ctx := context.Background()
+	ran := []string{}
+	node := func(name string) graph.NodeFunc {
+		return func(ctx context.Context, s graph.State) (graph.Update, error) {
+			ran = append(ran, name)
+			return graph.Update{}, nil
+		}
+	}
+	g, err := graph.New(wTag).AddNode("ask", node("ask"), nil).AddNode("finish", node("finish"), nil).
+		AddEdge(graph.START, "ask").AddEdge("ask", "finish").
+		Compile(&graph.CompileOptions{Checkpointer: checkpoint.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := g.Invoke(ctx, graph.AsCommand(wTag.Write("direct").Goto("finish")), &graph.RunOptions{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"finish"}, ran); diff != "" {
+		t.Errorf("nodes run (-want +got):\n%s", diff)
+	}
+	if wTag.Get(out) != "direct" {
+		t.Errorf("tag = %q", wTag.Get(out))
+	}
+	// On a thread that ran, the same: only finish runs again.
+	ran = nil
+	if _, err := g.Invoke(ctx, graph.AsCommand(wTag.Write("again").Goto("finish")), &graph.RunOptions{ThreadID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"finish"}, ran); diff != "" {
+		t.Errorf("nodes run on a thread with state (-want +got):\n%s", diff)
+	}
+	if _, err := g.Invoke(ctx, graph.AsCommand(graph.Goto("nope")), &graph.RunOptions{ThreadID: "t"}); !errors.Is(err, graph.ErrInvalidInput) {
+		t.Errorf("goto an unknown node: %v", err)
+	}
+}

@@ -261,7 +261,8 @@ func headerConfig(kw runKwargs) json.RawMessage {
 
 // commandUpdate turns a command into the graph's input: a resume (by
 // interrupt id when the value is a map of interrupt ids), an update of
-// the state, and nodes (or Sends) to go to.
+// the state, and nodes (or Sends) to go to, applied as LangGraph applies a
+// Command given as input (graph.AsCommand).
 func commandUpdate(g *graph.Graph, c *commandJSON) (graph.Update, error) {
 	var u graph.Update
 	if len(c.Update) > 0 && string(c.Update) != "null" {
@@ -278,20 +279,20 @@ func commandUpdate(g *graph.Graph, c *commandJSON) (graph.Update, error) {
 		}
 		u = u.And(gt)
 	}
-	if len(c.Resume) > 0 {
-		var byID map[string]any
-		if json.Unmarshal(c.Resume, &byID) == nil && len(byID) > 0 && allInterruptIDs(byID) {
-			u = graph.ResumeByID(byID).And(u)
-		} else {
-			var v any
-			dec := json.NewDecoder(bytes.NewReader(c.Resume))
-			if err := dec.Decode(&v); err != nil {
-				return graph.Update{}, fmt.Errorf("%w: command.resume: %v", graph.ErrInvalidInput, err)
-			}
-			u = graph.Resume(v).And(u)
-		}
+	if len(c.Resume) == 0 {
+		// An update or a goto alone: applied between steps, not as new
+		// input through START.
+		return graph.AsCommand(u), nil
 	}
-	return u, nil
+	var byID map[string]any
+	if json.Unmarshal(c.Resume, &byID) == nil && len(byID) > 0 && allInterruptIDs(byID) {
+		return graph.ResumeByID(byID).And(u), nil
+	}
+	var v any
+	if err := json.NewDecoder(bytes.NewReader(c.Resume)).Decode(&v); err != nil {
+		return graph.Update{}, fmt.Errorf("%w: command.resume: %v", graph.ErrInvalidInput, err)
+	}
+	return graph.Resume(v).And(u), nil
 }
 
 func allInterruptIDs(m map[string]any) bool {

@@ -42,6 +42,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/checkpoint/postgres"
 	"github.com/weftlabs/weft/checkpoint/sqlite"
+	"github.com/weftlabs/weft/embed"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/server/internal/records"
@@ -213,7 +214,7 @@ func (s *Server) open(ctx context.Context) error {
 		s.rec = rec
 		s.closers = append(s.closers, closeRec)
 		if s.store = s.opts.Store; s.store == nil {
-			st, err := store.NewMemory(store.Config{})
+			st, err := store.NewMemory(storeConfig())
 			if err != nil {
 				return fmt.Errorf("server: long-term store: %w", err)
 			}
@@ -235,7 +236,7 @@ func (s *Server) open(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("server: long-term store in %s: %w", db.Target, err)
 			}
-			if s.store, err = store.New(b, store.Config{}); err != nil {
+			if s.store, err = store.New(b, storeConfig()); err != nil {
 				return fmt.Errorf("server: long-term store: %w", err)
 			}
 		}
@@ -249,7 +250,7 @@ func (s *Server) open(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("server: long-term store in %s: %w", db.Target, err)
 			}
-			if s.store, err = store.New(b, store.Config{}); err != nil {
+			if s.store, err = store.New(b, storeConfig()); err != nil {
 				return fmt.Errorf("server: long-term store: %w", err)
 			}
 		}
@@ -286,6 +287,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.runs.shutdown(ctx)
 	s.closeAll()
 	return err
+}
+
+// storeConfig configures the long-term store the server opens itself:
+// items are indexed whole with the offline lexical embedder, so a search
+// with a query ranks them out of the box, without a model.
+func storeConfig() store.Config {
+	return store.Config{Index: &store.IndexConfig{Embedder: embed.NewLexical(embed.DefaultLexicalDims)}}
 }
 
 // SystemAssistantID is the id of the system assistant of a graph: the

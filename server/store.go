@@ -51,9 +51,6 @@ func checkNamespace(ns []string, field string, required bool) error {
 
 // storeErr maps the store's errors: bad input is a 400 naming it.
 func storeErr(err error, field string) error {
-	if errors.Is(err, store.ErrNoIndex) {
-		return api.Unprocessable("This server's store has no vector index: search without a query")
-	}
 	if errors.Is(err, store.ErrInvalid) {
 		return api.Invalid(api.Field(err.Error(), field))
 	}
@@ -194,9 +191,14 @@ func (s *Server) searchItems(w http.ResponseWriter, r *http.Request) error {
 	u := user(r)
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
-	items, err := s.store.Search(ctx, auth.Namespace(u, req.NamespacePrefix), store.SearchOptions{
-		Query: req.Query, Filter: req.Filter, Limit: limit, Offset: offset, RefreshTTL: refresh(req.RefreshTTL),
-	})
+	opts := store.SearchOptions{Query: req.Query, Filter: req.Filter, Limit: limit, Offset: offset, RefreshTTL: refresh(req.RefreshTTL)}
+	items, err := s.store.Search(ctx, auth.Namespace(u, req.NamespacePrefix), opts)
+	if errors.Is(err, store.ErrNoIndex) {
+		// A store without a vector index cannot rank by a query: as in
+		// LangGraph, the query is ignored and the filter still applies.
+		opts.Query = ""
+		items, err = s.store.Search(ctx, auth.Namespace(u, req.NamespacePrefix), opts)
+	}
 	if err != nil {
 		return storeErr(err, "filter")
 	}

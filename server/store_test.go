@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/store"
 )
 
 func TestStore(t *testing.T) {
@@ -94,5 +95,31 @@ func TestStore(t *testing.T) {
 		if r := s.do(bad.method, bad.path, bad.body); r.status != 400 {
 			t.Errorf("%s %s %v: %d %s", bad.method, bad.path, bad.body, r.status, r.body)
 		}
+	}
+}
+
+// The server's own store ranks a search by its query; a store without an
+// index ignores the query and keeps the filter.
+func TestStoreQuery(t *testing.T) {
+	s := newServer(t, server.Options{})
+	for k, v := range map[string]string{"a": "window seat on long flights", "b": "vegetarian meals", "c": "aisle seat"} {
+		s.must(204, "PUT", "/store/items", map[string]any{"namespace": []string{"prefs"}, "key": k, "value": map[string]any{"text": v}})
+	}
+	var res struct {
+		Items []map[string]any `json:"items"`
+	}
+	s.must(200, "POST", "/store/items/search", map[string]any{"namespace_prefix": []string{"prefs"}, "query": "vegetarian food", "limit": 1}).json(t, &res)
+	if len(res.Items) != 1 || res.Items[0]["key"] != "b" || res.Items[0]["score"] == nil {
+		t.Errorf("query search = %v", res.Items)
+	}
+	plain, err := store.NewMemory(store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := newServer(t, server.Options{Store: plain})
+	s2.must(204, "PUT", "/store/items", map[string]any{"namespace": []string{"p"}, "key": "k", "value": map[string]any{"x": 1}})
+	s2.must(200, "POST", "/store/items/search", map[string]any{"namespace_prefix": []string{"p"}, "query": "anything"}).json(t, &res)
+	if len(res.Items) != 1 {
+		t.Errorf("query on a store without an index = %v", res.Items)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weftlabs/weft/cmd/weft/internal/cli"
+	"github.com/weftlabs/weft/internal/sdkcompat"
 )
 
 // syncBuffer is a log the test reads while the command writes it.
@@ -137,6 +138,20 @@ func TestServeRefusesBeyondLoopback(t *testing.T) {
 	} {
 		if _, _, err := execute(t, append([]string{"serve", "--db", filepath.Join(t.TempDir(), "weft.db")}, bad...)...); err == nil {
 			t.Errorf("weft serve %v started", bad)
+		}
+	}
+}
+
+// The official JS SDK, driven by the compatibility suite, works against
+// weft serve --graphs apitest, and where the reference server departs
+// from the spec weft follows the spec.
+func TestServeSDKCompat(t *testing.T) {
+	url, _ := startServe(t, "--graphs", "apitest", "--db", filepath.Join(t.TempDir(), "weft.db"))
+	for _, r := range sdkcompat.Run(t, url, nil) {
+		for quirk, side := range r.Quirks {
+			if side != "spec" {
+				t.Errorf("case %s: quirk %s follows the %s", r.Case, quirk, side)
+			}
 		}
 	}
 }
