@@ -166,8 +166,9 @@ var Dialect = &sqlstore.Dialect{
 
 // sqlDB adapts database/sql to sqlstore.DB.
 type sqlDB struct {
-	db   *sql.DB
-	path string
+	db    *sql.DB
+	path  string
+	stmts stmtCache
 	// wlock serializes this process's writers, so they queue here instead
 	// of sleeping in SQLite's busy handler; other processes are kept out
 	// by BEGIN IMMEDIATE and wait under busy_timeout.
@@ -200,7 +201,7 @@ func (s *sqlDB) write(ctx context.Context, _ []string, fn func(sqlstore.Tx) erro
 	if err != nil {
 		return err
 	}
-	if err := fn(sqldb.Std{Q: tx}); err != nil {
+	if err := fn(sqldb.Std{Q: cachedTx{tx, s}}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -223,5 +224,5 @@ func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 		return s.explain(err)
 	}
 	defer tx.Rollback()
-	return s.explain(fn(sqldb.Std{Q: tx}))
+	return s.explain(fn(sqldb.Std{Q: cachedTx{tx, s}}))
 }
