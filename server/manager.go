@@ -604,15 +604,6 @@ func (m *manager) rollback(ctx context.Context, lr *liveRun, lease *checkpoint.L
 	}
 }
 
-// rewinder is checkpoint.Saver's Rewind: delete every checkpoint of a
-// thread made after one, fenced by the lease in ctx.
-type rewinder interface {
-	Rewind(ctx context.Context, threadID, checkpointID string) (int, error)
-}
-
-// errNoRewind means this build's checkpoint saver cannot rewind a thread.
-var errNoRewind = errors.New("server: the checkpoint saver cannot rewind a thread")
-
 // rewind deletes the checkpoints a run made: every checkpoint after the
 // one its first checkpoint followed (all of the thread's, when the run
 // was its first).
@@ -631,17 +622,14 @@ func (m *manager) rewind(ctx context.Context, rec records.Run, lease *checkpoint
 	if !found {
 		return nil
 	}
-	if from == nil {
-		return m.s.saver.DeleteThread(ctx, rec.ThreadID)
-	}
-	rw, ok := any(m.s.saver).(rewinder)
-	if !ok {
-		return errNoRewind
+	to := "" // the run was the thread's first: delete every checkpoint
+	if from != nil {
+		to = from.CheckpointID
 	}
 	if lease != nil {
 		ctx = checkpoint.WithLease(ctx, lease)
 	}
-	_, err := rw.Rewind(ctx, rec.ThreadID, from.CheckpointID)
+	_, err := m.s.saver.Rewind(ctx, rec.ThreadID, to)
 	return err
 }
 

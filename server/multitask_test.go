@@ -205,3 +205,61 @@ func TestOnDisconnect(t *testing.T) {
 		}
 	}
 }
+
+// A rollback of a thread's later run takes the thread back to where that
+// run started: the runs before it keep their checkpoints, as a cancel
+// with action=rollback does.
+func TestRollbackKeepsEarlierRuns(t *testing.T) {
+	for _, how := range []string{"strategy", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			s := newServer(t, server.Options{})
+			tid := s.newThread()
+			first := s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "a"}}).obj(t)
+			if diff := cmp.Diff([]any{"a"}, first["log"]); diff != "" {
+				t.Fatalf("first run's log (-want +got):\n%s", diff)
+			}
+			var before []map[string]any
+			s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &before)
+			second := s.startSlow(tid, "b", 600000)
+			if how == "strategy" {
+				third := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "c"}, "multitask_strategy": "rollback"}).obj(t)
+				joined := s.must(200, "GET", "/threads/"+tid+"/runs/"+third["run_id"].(string)+"/join", nil).obj(t)
+				if diff := cmp.Diff([]any{"a", "c"}, joined["log"]); diff != "" {
+					t.Errorf("log (-want +got):\n%s", diff)
+				}
+			} else {
+				s.must(204, "POST", "/threads/"+tid+"/runs/"+second+"/cancel?wait=1&action=rollback", nil)
+				var after []map[string]any
+				s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &after)
+				if diff := cmp.Diff(before, after); diff != "" {
+					t.Errorf("history after the rollback (-before +after):\n%s", diff)
+				}
+				st := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+				if diff := cmp.Diff(map[string]any{"delay_ms": 1.0, "tag": "a", "log": []any{"a"}}, st["values"]); diff != "" {
+					t.Errorf("state after the rollback (-want +got):\n%s", diff)
+				}
+			}
+			s.must(404, "GET", "/threads/"+tid+"/runs/"+second, nil)
+			var hist []map[string]any
+			s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
+			ids := map[any]bool{}
+			for _, h := range hist {
+				if h["metadata"].(map[string]any)["run_id"] == second {
+					t.Errorf("a checkpoint of the rolled back run is left: %v", h["metadata"])
+				}
+				ids[h["checkpoint"].(map[string]any)["checkpoint_id"]] = true
+			}
+			if len(before) == 0 {
+				t.Fatal("the first run left no checkpoints")
+			}
+			for _, h := range before {
+				if id := h["checkpoint"].(map[string]any)["checkpoint_id"]; !ids[id] {
+					t.Errorf("the first run's checkpoint %v is gone", id)
+				}
+			}
+			if th := s.must(200, "GET", "/threads/"+tid, nil).obj(t); th["status"] != "idle" {
+				t.Errorf("thread = %v", th["status"])
+			}
+		})
+	}
+}
