@@ -331,11 +331,10 @@ func (m *manager) run(lr *liveRun) {
 		m.end(lr, nil, fmt.Errorf("taking thread %s: %w", threadID, err), nil)
 		return
 	}
-	defer func() {
-		if err := lease.Release(durable(ctx)); err != nil {
-			m.s.log.Warn("server: releasing a thread; it frees itself when its lease expires", "thread_id", threadID, "err", err)
-		}
-	}()
+	// end releases the lease before it wakes who waits, so what they do
+	// next with the thread does not find it busy; this is for the paths
+	// that leave before.
+	defer m.release(durable(ctx), lease)
 	if m.isClosing() {
 		m.endBeforeStart(lr)
 		return
@@ -465,6 +464,7 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 		if err := m.s.rec.ReleaseRuns(ctx, m.worker, []string{lr.rec.ID}); err != nil {
 			m.s.log.Error("server: leaving a run to resume", "run_id", lr.rec.ID, "err", err)
 		}
+		m.release(ctx, lease)
 		m.closeRun(lr, records.RunPending, nil, runErr)
 		return
 	}
@@ -512,9 +512,20 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 		m.rollback(ctx, lr, lease)
 	}
 	if lr.kw.Temporary {
-		m.dropTemporary(ctx, lr.rec)
+		m.dropTemporary(ctx, lr.rec, lease)
 	}
+	m.release(ctx, lease)
 	m.closeRun(lr, status, result, runErr)
+}
+
+// release gives a run's thread up (a nil lease is none).
+func (m *manager) release(ctx context.Context, lease *checkpoint.Lease) {
+	if lease == nil {
+		return
+	}
+	if err := lease.Release(ctx); err != nil {
+		m.s.log.Warn("server: releasing a thread; it frees itself when its lease expires", "thread_id", lease.ThreadID(), "err", err)
+	}
 }
 
 // threadState reads a thread's values and pending interrupts by task.
@@ -576,7 +587,10 @@ func (m *manager) endBeforeStart(lr *liveRun) {
 }
 
 // dropTemporary deletes the thread of a stateless run.
-func (m *manager) dropTemporary(ctx context.Context, rec records.Run) {
+func (m *manager) dropTemporary(ctx context.Context, rec records.Run, lease *checkpoint.Lease) {
+	if lease != nil {
+		ctx = checkpoint.WithLease(ctx, lease)
+	}
 	if err := m.s.rec.DeleteThread(ctx, rec.Owner, rec.ThreadID); err != nil && !errors.Is(err, records.ErrNotFound) {
 		m.s.log.Warn("server: deleting a stateless run's thread", "thread_id", rec.ThreadID, "err", err)
 	}
