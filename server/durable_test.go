@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/server"
 )
@@ -158,4 +159,33 @@ func TestRollbackAcrossServers(t *testing.T) {
 	if th := a.must(200, "GET", "/threads/"+tid, nil).obj(t); th["status"] != "idle" {
 		t.Errorf("thread = %v", th["status"])
 	}
+}
+
+// A thread another process holds (weft run on the same database) cannot
+// be copied, deleted or have its state updated meanwhile: 409, and
+// nothing is lost.
+func TestThreadHeldElsewhere(t *testing.T) {
+	db := backends[0].open(t)
+	s := newServer(t, server.Options{DB: db})
+	tid := s.newThread()
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hello")})
+	other := reopen(t, db)
+	lease, err := other.Saver.Acquire(context.Background(), tid, checkpoint.LeaseOptions{RunID: "weft-run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.must(409, "POST", "/threads/"+tid+"/copy", nil)
+	s.must(409, "DELETE", "/threads/"+tid, nil)
+	s.must(409, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}}}})
+	if err := lease.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var hist []any
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{}).json(t, &hist)
+	if len(hist) == 0 {
+		t.Error("the thread's checkpoints are gone")
+	}
+	s.must(200, "POST", "/threads/"+tid+"/copy", nil)
+	s.must(204, "DELETE", "/threads/"+tid, nil)
+	s.must(404, "GET", "/threads/"+tid, nil)
 }

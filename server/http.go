@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/server/internal/api"
 	"github.com/weftlabs/weft/server/internal/auth"
 	"github.com/weftlabs/weft/server/internal/records"
@@ -92,6 +93,11 @@ func (s *Server) wrap(h handlerFunc) http.HandlerFunc {
 			}
 		}()
 		if err := h(w, r); err != nil {
+			if errors.Is(err, checkpoint.ErrThreadBusy) {
+				// A run (of this server, another one, or weft run) holds
+				// the thread a whole-thread operation needed.
+				err = api.Conflict("Thread is busy: %v", err)
+			}
 			if api.Status(err) >= 500 {
 				if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 					return // the client went away

@@ -109,11 +109,13 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
 	if err := s.runs.stopThread(r.Context(), t.ID); err != nil {
 		return err
 	}
-	if err := s.rec.DeleteThread(r.Context(), user(r), t.ID); err != nil {
-		return recordErr(err, threadNotFound(t.ID))
-	}
+	// The checkpoints go first: when another process's run (weft run)
+	// holds the thread, that fails with nothing deleted.
 	if err := s.deleteCheckpoints(r.Context(), t.ID); err != nil {
 		return err
+	}
+	if err := s.rec.DeleteThread(r.Context(), user(r), t.ID); err != nil {
+		return recordErr(err, threadNotFound(t.ID))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
