@@ -13,21 +13,9 @@ func (d *Driver) DB() *sql.DB { return d.db }
 // WriteTx runs fn in a write transaction queued behind the driver's own
 // writers: tables that share the file then take turns with checkpoint
 // writes in this process, instead of waiting in SQLite's busy handler,
-// which sleeps. fn's error rolls the transaction back.
+// which sleeps, and may commit with them. fn's error rolls back what it
+// did. fn runs in a savepoint when it shares the transaction: it must not
+// commit or roll back itself, and may use savepoints of other names.
 func (d *Driver) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	select {
-	case d.w.wlock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-d.w.wlock }()
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return d.w.submit(&writeReq{ctx: ctx, raw: fn})
 }

@@ -170,9 +170,11 @@ type sqlDB struct {
 	path  string
 	stmts stmtCache
 	// wlock serializes this process's writers, so they queue here instead
-	// of sleeping in SQLite's busy handler; other processes are kept out
-	// by BEGIN IMMEDIATE and wait under busy_timeout.
+	// of sleeping in SQLite's busy handler, and commit in groups (see
+	// group.go); other processes are kept out by BEGIN IMMEDIATE and wait
+	// under busy_timeout.
 	wlock chan struct{}
+	q     queue
 }
 
 // explain names the file in an error of SQLite, and says what made it
@@ -191,21 +193,7 @@ func (s *sqlDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) e
 }
 
 func (s *sqlDB) write(ctx context.Context, _ []string, fn func(sqlstore.Tx) error) error {
-	select {
-	case s.wlock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-s.wlock }()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(sqldb.Std{Q: cachedTx{tx, s}}); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return s.submit(&writeReq{ctx: ctx, fn: fn})
 }
 
 // WriteOne runs one statement in a write transaction of its own, queued
@@ -224,5 +212,5 @@ func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 		return s.explain(err)
 	}
 	defer tx.Rollback()
-	return s.explain(fn(sqldb.Std{Q: cachedTx{tx, s}}))
+	return s.explain(fn(sqldb.Std{Q: cachedTx{tx: tx, s: s}}))
 }

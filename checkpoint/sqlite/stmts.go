@@ -42,13 +42,18 @@ func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) *sql.Stmt
 }
 
 // cachedTx runs a transaction's statements through the cache; it is the
-// sqldb.ExecQuerier the store's transactions use.
+// sqldb.ExecQuerier the store's transactions use. With ctx set, statements
+// run under it instead of the one they are given (a group's writers).
 type cachedTx struct {
-	tx *sql.Tx
-	s  *sqlDB
+	tx  *sql.Tx
+	s   *sqlDB
+	ctx context.Context
 }
 
 func (t cachedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.ctx != nil {
+		ctx = t.ctx
+	}
 	if st := t.s.stmts.get(ctx, t.s.db, query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -56,6 +61,9 @@ func (t cachedTx) ExecContext(ctx context.Context, query string, args ...any) (s
 }
 
 func (t cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.ctx != nil {
+		ctx = t.ctx
+	}
 	if st := t.s.stmts.get(ctx, t.s.db, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -65,6 +73,9 @@ func (t cachedTx) QueryContext(ctx context.Context, query string, args ...any) (
 // PrepareContext returns the cached statement bound to the transaction:
 // closing it leaves the cached one prepared.
 func (t cachedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if t.ctx != nil {
+		ctx = t.ctx
+	}
 	if st := t.s.stmts.get(ctx, t.s.db, query); st != nil {
 		return t.tx.StmtContext(ctx, st), nil
 	}
