@@ -204,9 +204,10 @@ func (m *manager) adopt(rec records.Run) (*liveRun, error) {
 // execute.
 func (m *manager) failStored(rec records.Run, cause error) {
 	ctx := context.WithoutCancel(m.base)
-	if _, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunError, ThreadStatus: records.ThreadError}); err != nil {
-		m.s.log.Error("server: recording a run's failure", "run_id", rec.ID, "err", err, "cause", cause)
-	}
+	m.record(rec.ID, "recording a run's failure", func() error {
+		_, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunError, ThreadStatus: records.ThreadError})
+		return err
+	}, "cause", cause)
 }
 
 func (m *manager) isClosing() bool {
@@ -296,6 +297,48 @@ func (m *manager) execute(lr *liveRun) {
 	// the broker, and a later join reads the thread.
 	delete(m.runs, lr.rec.ID)
 	m.mu.Unlock()
+}
+
+// recordRetry bounds how long the write of a run's end is tried again.
+const recordRetry = 2 * time.Minute
+
+// record makes the write of a run's end, trying again while the database
+// is overloaded or unreachable (each try is bounded by the records' own
+// timeout): a run whose end is not recorded stays pending or running, its
+// thread busy, and would be taken over and run again once this process
+// stops. A refusal (the run or thread is gone) is final.
+func (m *manager) record(runID, what string, write func() error, logArgs ...any) {
+	deadline := time.Now().Add(recordRetry)
+	wait := 50 * time.Millisecond
+	for try := 1; ; try++ {
+		err := write()
+		if err == nil {
+			if try > 1 {
+				m.s.log.Info("server: "+what+": done", append([]any{"run_id", runID, "tries", try}, logArgs...)...)
+			}
+			return
+		}
+		if !transient(err) || time.Now().After(deadline) {
+			m.s.log.Error("server: "+what, append([]any{"run_id", runID, "err", err}, logArgs...)...)
+			return
+		}
+		if try == 1 {
+			m.s.log.Warn("server: "+what+": trying again", append([]any{"run_id", runID, "err", err}, logArgs...)...)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// transient reports whether a records error may go away when tried again:
+// the database's, not the records' own refusals.
+func transient(err error) bool {
+	for _, final := range []error{records.ErrNotFound, records.ErrConflict, records.ErrBusy, records.ErrOtherGraph, records.ErrCorrupt, records.ErrClosed} {
+		if errors.Is(err, final) {
+			return false
+		}
+	}
+	return true
 }
 
 // durable is a context for the writes that record a run's end: they must
@@ -461,9 +504,9 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 	c := cause(lr)
 	if runErr != nil && c != nil && c.action == actionShutdown {
 		// Left for another process, or this one's next start, to resume.
-		if err := m.s.rec.ReleaseRuns(ctx, m.worker, []string{lr.rec.ID}); err != nil {
-			m.s.log.Error("server: leaving a run to resume", "run_id", lr.rec.ID, "err", err)
-		}
+		m.record(lr.rec.ID, "leaving a run to resume", func() error {
+			return m.s.rec.ReleaseRuns(ctx, m.worker, []string{lr.rec.ID})
+		})
 		m.release(ctx, lease)
 		m.closeRun(lr, records.RunPending, nil, runErr)
 		return
@@ -497,12 +540,13 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 	}
 	rollback := cancelled && c != nil && c.action == records.MultitaskRollback
 	if !rollback {
-		if _, err := m.s.rec.FinishRun(ctx, records.Finish{
-			RunID: lr.rec.ID, ThreadID: lr.rec.ThreadID, Worker: m.worker,
-			Status: status, ThreadStatus: threadStatus, Values: values, Interrupts: interrupts,
-		}); err != nil {
-			m.s.log.Error("server: recording a run's end", "run_id", lr.rec.ID, "err", err)
-		}
+		m.record(lr.rec.ID, "recording a run's end", func() error {
+			_, err := m.s.rec.FinishRun(ctx, records.Finish{
+				RunID: lr.rec.ID, ThreadID: lr.rec.ThreadID, Worker: m.worker,
+				Status: status, ThreadStatus: threadStatus, Values: values, Interrupts: interrupts,
+			})
+			return err
+		})
 	}
 	if runErr != nil && !cancelled {
 		_ = m.publish(lr, "error", errorEvent(runErr))
@@ -580,9 +624,10 @@ func (m *manager) endBeforeStart(lr *liveRun) {
 		m.closeRun(lr, records.RunPending, nil, nil)
 		return
 	}
-	if _, err := m.s.rec.CancelPending(ctx, lr.rec.Owner, lr.rec.ThreadID, []string{lr.rec.ID}, c.action == records.MultitaskRollback); err != nil {
-		m.s.log.Error("server: recording a cancelled run", "run_id", lr.rec.ID, "err", err)
-	}
+	m.record(lr.rec.ID, "recording a cancelled run", func() error {
+		_, err := m.s.rec.CancelPending(ctx, lr.rec.Owner, lr.rec.ThreadID, []string{lr.rec.ID}, c.action == records.MultitaskRollback)
+		return err
+	})
 	m.closeRun(lr, records.RunInterrupted, nil, nil)
 }
 
@@ -604,18 +649,19 @@ func (m *manager) dropTemporary(ctx context.Context, rec records.Run, lease *che
 // from), under the lease it held. The thread's record follows.
 func (m *manager) rollback(ctx context.Context, lr *liveRun, lease *checkpoint.Lease) {
 	rec := lr.rec
-	if err := m.s.rec.RemoveRun(ctx, rec.ID); err != nil {
-		m.s.log.Error("server: deleting a rolled back run", "run_id", rec.ID, "err", err)
-	}
+	m.record(rec.ID, "deleting a rolled back run", func() error {
+		return m.s.rec.RemoveRun(ctx, rec.ID)
+	})
 	values, interrupts := json.RawMessage(nil), json.RawMessage(nil)
 	if err := m.rewind(ctx, rec, lease); err != nil {
 		m.s.log.Error("server: rewinding a rolled back run's checkpoints; the thread keeps them", "run_id", rec.ID, "thread_id", rec.ThreadID, "err", err)
 	} else if v, its, err := m.threadState(ctx, lr); err == nil {
 		values, interrupts = v, its
 	}
-	if _, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunInterrupted, ThreadStatus: records.ThreadIdle, Values: values, Interrupts: interrupts}); err != nil {
-		m.s.log.Error("server: recording a rolled back run's thread", "thread_id", rec.ThreadID, "err", err)
-	}
+	m.record(rec.ID, "recording a rolled back run's thread", func() error {
+		_, err := m.s.rec.FinishRun(ctx, records.Finish{RunID: rec.ID, ThreadID: rec.ThreadID, Worker: m.worker, Status: records.RunInterrupted, ThreadStatus: records.ThreadIdle, Values: values, Interrupts: interrupts})
+		return err
+	})
 }
 
 // rewind deletes the checkpoints a run made: every checkpoint after the

@@ -43,8 +43,8 @@ func newBatcher(db DB, committers int, timeout time.Duration) *batcher {
 	return b
 }
 
-// errClosed means the store was closed while a write waited.
-var errClosed = errors.New("records: the store is closed")
+// ErrClosed means the store was closed while a write waited, or before.
+var ErrClosed = errors.New("records: the store is closed")
 
 // do queues fn and waits until it is committed, or failed.
 func (b *batcher) do(ctx context.Context, fn func(Tx) error) error {
@@ -54,7 +54,7 @@ func (b *batcher) do(ctx context.Context, fn func(Tx) error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-b.stop:
-		return errClosed
+		return ErrClosed
 	}
 	select {
 	case err := <-op.done:
@@ -71,7 +71,7 @@ func (b *batcher) close() {
 	for {
 		select {
 		case op := <-b.q:
-			op.done <- errClosed
+			op.done <- ErrClosed
 		default:
 			return
 		}
