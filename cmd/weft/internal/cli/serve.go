@@ -221,7 +221,7 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 		}
 	}
 	for _, e := range examples.All() {
-		if e.Open == nil {
+		if e.Open == nil && e.Orchestrate == nil {
 			out[e.Name] = func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) { return e.Build(saver) }
 			continue
 		}
@@ -238,6 +238,24 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 			}
 			log.Warn("weft serve: " + e.Name + " answers with its offline scripted demo model (" + demo + "), the same replies in turn whatever is asked, not a real model; pass --model or set $" + modelEnv + " for one")
 			m = dm
+		}
+		if e.Orchestrate != nil {
+			out[e.Name] = func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+				// Its results (step results, plans, charts, reports) go
+				// beside the database, as weft run puts them.
+				cfg, err := e.Config()
+				if err != nil {
+					return nil, fmt.Errorf("agent %s: %w", e.Name, err)
+				}
+				cfg.Results.Dir = filepath.Join(dataDir, resultsDirName)
+				a, err := e.Orchestrate(ctx, m, examples.OrchestrateOptions{Saver: saver, DataDir: dataDir, Mode: mode, Config: &cfg})
+				if err != nil {
+					return nil, fmt.Errorf("agent %s: %w", e.Name, err)
+				}
+				closers = append(closers, a.Close)
+				return a.Agent.Graph, nil
+			}
+			continue
 		}
 		out[e.Name] = func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
 			a, err := e.Open(ctx, m, examples.OpenOptions{Saver: saver, DataDir: dataDir, Mode: mode})

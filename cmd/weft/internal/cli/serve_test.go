@@ -2,9 +2,11 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -103,15 +105,57 @@ func TestServeAPITest(t *testing.T) {
 // the log says so.
 func TestServeExamples(t *testing.T) {
 	t.Chdir(repoRoot(t))
-	url, log := startServe(t, "--db", filepath.Join(t.TempDir(), "weft.db"))
+	dir := t.TempDir()
+	url, log := startServe(t, "--db", filepath.Join(dir, "weft.db"))
 	body := post(t, url+"/assistants/search", `{}`)
-	for _, g := range []string{`"graph_id":"approval"`, `"graph_id":"career"`, `"graph_id":"travel"`} {
+	for _, g := range []string{`"graph_id":"approval"`, `"graph_id":"career"`, `"graph_id":"marketing"`, `"graph_id":"travel"`} {
 		if !strings.Contains(body, g) {
 			t.Errorf("assistants lack %s: %s", g, body)
 		}
 	}
 	if !strings.Contains(log.String(), "offline scripted demo model") {
 		t.Errorf("the log does not say the agents are scripted:\n%s", log.String())
+	}
+
+	// The orchestrator agent stops at its plan's approval point, and goes
+	// on to its report once the plan is accepted.
+	var thread struct {
+		ID string `json:"thread_id"`
+	}
+	if err := json.Unmarshal([]byte(post(t, url+"/threads", `{}`)), &thread); err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Interrupts []struct {
+			Value struct {
+				Kind string `json:"kind"`
+			} `json:"value"`
+		} `json:"__interrupt__"`
+		Messages []struct {
+			Type    string `json:"type"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	runs := url + "/threads/" + thread.ID + "/runs/wait"
+	if err := json.Unmarshal([]byte(post(t, runs, `{"assistant_id":"marketing","input":{"messages":[{"role":"user","content":"지난 분기 채널별 성과를 분석해 줘"}]}}`)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Interrupts) != 1 || st.Interrupts[0].Value.Kind != "plan" {
+		t.Fatalf("marketing did not stop at its plan: %+v", st.Interrupts)
+	}
+	st.Interrupts = nil
+	if err := json.Unmarshal([]byte(post(t, runs, `{"assistant_id":"marketing","command":{"resume":{"action":"accept"}}}`)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Interrupts) != 0 {
+		t.Fatalf("marketing stopped again: %+v", st.Interrupts)
+	}
+	if last := st.Messages[len(st.Messages)-1]; last.Type != "ai" || !strings.Contains(last.Content, "캠페인") {
+		t.Errorf("marketing's answer = %+v", last)
+	}
+	// Its results are kept beside the database.
+	if _, err := os.Stat(filepath.Join(dir, "weft-results", thread.ID)); err != nil {
+		t.Errorf("marketing's results: %v", err)
 	}
 }
 
