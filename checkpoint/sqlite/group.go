@@ -173,5 +173,5 @@ func (s *sqlDB) call(ctx context.Context, tx *sql.Tx, r *writeReq) error {
 	if r.raw != nil {
 		return r.raw(tx)
 	}
-	return r.fn(sqldb.Std{Q: cachedTx{tx: tx, s: s, ctx: ctx}})
+	return r.fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts, Ctx: ctx}})
 }

@@ -168,7 +168,7 @@ var Dialect = &sqlstore.Dialect{
 type sqlDB struct {
 	db    *sql.DB
 	path  string
-	stmts stmtCache
+	stmts sqldb.StmtCache
 	// wlock serializes this process's writers, so they queue here instead
 	// of sleeping in SQLite's busy handler, and commit in groups (see
 	// group.go); other processes are kept out by BEGIN IMMEDIATE and wait
@@ -212,5 +212,5 @@ func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 		return s.explain(err)
 	}
 	defer tx.Rollback()
-	return s.explain(fn(sqldb.Std{Q: cachedTx{tx: tx, s: s}}))
+	return s.explain(fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts}}))
 }

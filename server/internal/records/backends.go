@@ -8,10 +8,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftlabs/weft/internal/sqldb"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -82,11 +83,18 @@ func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error)
 type sqliteDB struct {
 	db    *sql.DB
 	write func(context.Context, func(*sql.Tx) error) error
-	stmts stmtCache
+	stmts sqldb.StmtCache
 }
 
+// Write runs fn's statements under ctx's values but not its cancelling:
+// the transaction may be shared with other writers (the checkpoint
+// driver's group commit), and SQLite answers a statement interrupted in a
+// transaction by rolling the whole transaction back.
 func (d *sqliteDB) Write(ctx context.Context, fn func(Tx) error) error {
-	return d.write(ctx, func(tx *sql.Tx) error { return fn(sqlTx{tx, d}) })
+	stmtCtx := context.WithoutCancel(ctx)
+	return d.write(ctx, func(tx *sql.Tx) error {
+		return fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: d.db, Cache: &d.stmts, Ctx: stmtCtx}})
+	})
 }
 
 func (d *sqliteDB) Read(ctx context.Context, fn func(Tx) error) error {
@@ -95,76 +103,13 @@ func (d *sqliteDB) Read(ctx context.Context, fn func(Tx) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(sqlTx{tx, d})
+	return fn(d.tx(tx))
 }
 
-// stmtCache keeps the statements run most, prepared once: SQLite spends
-// more time compiling a short statement than running it. Statements
-// built for one request (IN lists, filters) beyond the cache's size are
-// run unprepared.
-type stmtCache struct {
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
+// tx runs a transaction's statements prepared once (sqldb.StmtCache).
+func (d *sqliteDB) tx(tx *sql.Tx) Tx {
+	return sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: d.db, Cache: &d.stmts}}
 }
-
-const maxStmts = 128
-
-func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.m[query]; ok {
-		return st
-	}
-	if len(c.m) >= maxStmts {
-		return nil
-	}
-	st, err := db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil // run unprepared, and let that report the error
-	}
-	if c.m == nil {
-		c.m = map[string]*sql.Stmt{}
-	}
-	c.m[query] = st
-	return st
-}
-
-type sqlTx struct {
-	tx *sql.Tx
-	d  *sqliteDB
-}
-
-func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	var res sql.Result
-	var err error
-	if st := t.d.stmts.get(ctx, t.d.db, query); st != nil {
-		res, err = t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	} else {
-		res, err = t.tx.ExecContext(ctx, query, args...)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func (t sqlTx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
-	var rows *sql.Rows
-	var err error
-	if st := t.d.stmts.get(ctx, t.d.db, query); st != nil {
-		rows, err = t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	} else {
-		rows, err = t.tx.QueryContext(ctx, query, args...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return sqlRows{rows}, nil
-}
-
-type sqlRows struct{ *sql.Rows }
-
-func (r sqlRows) Close() { r.Rows.Close() }
 
 // OpenPostgres returns a Store over a PostgreSQL pool (the checkpoint
 // saver's: checkpoint/postgres's Driver.Pool) and migrates the schema.

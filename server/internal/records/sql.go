@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/weftlabs/weft/internal/sqldb"
 )
 
 // DB is what a backend provides: transactions over its client library.
@@ -25,12 +27,7 @@ type Tx interface {
 }
 
 // Rows is the result of a query.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
+type Rows = sqldb.Rows
 
 // Dialect is what differs between the SQL databases.
 type Dialect struct {
