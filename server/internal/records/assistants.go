@@ -102,14 +102,7 @@ func visible(a *args, user string) string {
 func (s *Store) getAssistant(ctx context.Context, tx Tx, user, id string) (Assistant, error) {
 	a := &args{}
 	where := "assistant_id = " + a.add(id) + " AND " + visible(a, user)
-	var out Assistant
-	found := false
-	err := s.query(ctx, tx, `SELECT `+assistantCols+` FROM weft_server_assistants WHERE `+where, a.vs, func(r Rows) error {
-		var err error
-		out, err = scanAssistant(r)
-		found = true
-		return err
-	})
+	out, found, err := queryOne(ctx, s, tx, `SELECT `+assistantCols+` FROM weft_server_assistants WHERE `+where, a.vs, scanAssistant)
 	if err != nil {
 		return Assistant{}, err
 	}

@@ -65,14 +65,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
 	var inflight []Run
 	err := s.write(ctx, func(tx Tx) error {
 		inflight = nil
-		var t Thread
-		found := false
-		err := s.query(ctx, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`+s.d.ForUpdate, []any{run.ThreadID, run.Owner}, func(r Rows) error {
-			var err error
-			t, err = scanThread(r)
-			found = true
-			return err
-		})
+		t, found, err := queryOne(ctx, s, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`+s.d.ForUpdate, []any{run.ThreadID, run.Owner}, scanThread)
 		if err != nil {
 			return err
 		}
@@ -177,13 +170,10 @@ func (s *Store) GetRun(ctx context.Context, owner, threadID, runID string) (Run,
 }
 
 func (s *Store) getRun(ctx context.Context, tx Tx, owner, threadID, runID string, out *Run) (bool, error) {
-	found := false
-	err := s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE run_id = $1 AND thread_id = $2 AND owner = $3`, []any{runID, threadID, owner}, func(r Rows) error {
-		var err error
-		*out, err = scanRun(r)
-		found = true
-		return err
-	})
+	run, found, err := queryOne(ctx, s, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE run_id = $1 AND thread_id = $2 AND owner = $3`, []any{runID, threadID, owner}, scanRun)
+	if found {
+		*out = run
+	}
 	return found, err
 }
 

@@ -87,6 +87,23 @@ func (s *Store) exec(ctx context.Context, tx Tx, query string, args ...any) (int
 	return tx.Exec(ctx, s.d.q(query), args...)
 }
 
+// queryOne scans the first row of a query with scan and reports whether
+// there was one.
+func queryOne[T any](ctx context.Context, s *Store, tx Tx, query string, args []any, scan func(Rows) (T, error)) (T, bool, error) {
+	var out T
+	found := false
+	err := s.query(ctx, tx, query, args, func(r Rows) error {
+		if found {
+			return nil
+		}
+		found = true
+		var err error
+		out, err = scan(r)
+		return err
+	})
+	return out, found, err
+}
+
 // queryRow scans the first row of a query into dest and reports whether
 // there was one.
 func (s *Store) queryRow(ctx context.Context, tx Tx, query string, args []any, dest ...any) (bool, error) {

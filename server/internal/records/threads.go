@@ -73,14 +73,7 @@ func (s *Store) CreateThread(ctx context.Context, t Thread, doNothing bool) (Thr
 }
 
 func (s *Store) getThread(ctx context.Context, tx Tx, owner, id string) (Thread, error) {
-	var t Thread
-	found := false
-	err := s.query(ctx, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`, []any{id, owner}, func(r Rows) error {
-		var err error
-		t, err = scanThread(r)
-		found = true
-		return err
-	})
+	t, found, err := queryOne(ctx, s, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`, []any{id, owner}, scanThread)
 	if err != nil {
 		return Thread{}, err
 	}
