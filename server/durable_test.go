@@ -75,7 +75,9 @@ func TestShutdownLeavesRunsResumable(t *testing.T) {
 			}
 			a := wrap(t, srv)
 			tid := a.newThread()
-			first := a.startSlow(tid, "a", 400)
+			// Long enough to be going still when Shutdown gives up, even
+			// on a loaded machine; short enough for the takeover to finish.
+			first := a.startSlow(tid, "a", 2000)
 			second := a.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"tag": "b"}, "multitask_strategy": "enqueue"}).obj(t)["run_id"].(string)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			defer cancel()
