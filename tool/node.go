@@ -176,12 +176,14 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 // (zero: none); canonical says that its arguments are in canonical form
 // (jsonx.Canonical).
 func callOne(ctx context.Context, tools *Snapshot, c llm.ToolCall, timeout time.Duration, deadline time.Time, canonical bool) llm.Message {
-	t, ok := tools.Get(c.Name)
-	if !ok {
-		env := failure(CodeUnknownTool, fmt.Sprintf("there is no tool named %q; the tools are %v", c.Name, tools.Names()), nil)
-		return envelopeMessage(c.ID, c.Name, env, false)
-	}
-	env, err := t.run(ctx, c.Args, timeout, deadline, canonical)
+	env, err := traced(ctx, traceFrom(ctx), CallInfo{Name: c.Name, ID: c.ID}, func(ctx context.Context) (Result[any], error) {
+		t, ok := tools.Get(c.Name)
+		if !ok {
+			env := failure(CodeUnknownTool, fmt.Sprintf("there is no tool named %q; the tools are %v", c.Name, tools.Names()), nil)
+			return env, fmt.Errorf("%w: %s", ErrUnknownTool, c.Name)
+		}
+		return t.run(ctx, c.Args, timeout, deadline, canonical)
+	})
 	return envelopeMessage(c.ID, c.Name, env, err == nil)
 }
 

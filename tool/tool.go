@@ -389,7 +389,9 @@ func (t *Tool) Required() []string { return slices.Clone(t.required) }
 // function that ignores its context is abandoned at the timeout, its
 // goroutine finishing in the background and its result dropped.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage, timeout time.Duration) (Result[any], error) {
-	return t.run(ctx, args, timeout, time.Time{}, false)
+	return traced(ctx, traceFrom(ctx), CallInfo{Name: t.name}, func(ctx context.Context) (Result[any], error) {
+		return t.run(ctx, args, timeout, time.Time{}, false)
+	})
 }
 
 // run is Run, ending the call by deadline too if that is sooner (zero:
