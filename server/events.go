@@ -145,6 +145,9 @@ func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) err
 		}
 		return emit(name(modeCustom), data)
 	case graph.StreamTasks:
+		if !e.want[modeTasks] {
+			return nil // asked for the server's telemetry only
+		}
 		data, err := json.Marshal(taskEventOut(ev.Data))
 		if err != nil {
 			return err

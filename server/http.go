@@ -29,7 +29,7 @@ type CORSOptions struct {
 
 // exposedHeaders are the response headers browsers let the SDK read:
 // where a created run lives, and the pagination of searches.
-const exposedHeaders = "content-location,x-pagination-total,x-pagination-next"
+const exposedHeaders = "content-location,x-pagination-total,x-pagination-next,retry-after"
 
 const allowedMethods = "GET,HEAD,PUT,POST,DELETE,PATCH"
 
@@ -81,6 +81,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) wrap(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		noteRoute(r)
 		defer func() {
 			// A handler panic is a bug; the client gets a 500 and the log
 			// the cause, and the server lives on.
@@ -98,7 +99,11 @@ func (s *Server) wrap(h handlerFunc) http.HandlerFunc {
 				// the thread a whole-thread operation needed.
 				err = api.Conflict("Thread is busy: %v", err)
 			}
-			if api.Status(err) >= 500 {
+			var later *retryLater
+			if errors.As(err, &later) {
+				// A refusal to retry, not a failure: counted, not logged.
+				w.Header().Set("Retry-After", retryAfterSeconds(later.after))
+			} else if api.Status(err) >= 500 {
 				if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 					return // the client went away
 				}
@@ -167,7 +172,10 @@ func (s *Server) routes() http.Handler {
 	handle("POST /store/items/search", s.searchItems)
 	handle("POST /store/namespaces", s.listNamespaces)
 
-	return s.cors(mux)
+	if s.opts.Telemetry != nil {
+		mux.Handle("GET /metrics", s.opts.Telemetry.Handler())
+	}
+	return s.observe(mux, s.cors(s.guard(mux)))
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {

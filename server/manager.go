@@ -14,6 +14,7 @@ import (
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/server/internal/records"
+	"github.com/weftlabs/weft/telemetry"
 )
 
 // manager executes the runs this process accepted or took over: a bounded
@@ -32,6 +33,10 @@ type manager struct {
 	base     context.Context
 	stop     context.CancelFunc
 	loopDone chan struct{}
+
+	// admitted holds a token per run created here and not yet ended,
+	// when Options.MaxRuns bounds them; nil otherwise.
+	admitted chan struct{}
 
 	mu      sync.Mutex
 	runs    map[string]*liveRun    // the runs this process holds, by id
@@ -62,6 +67,11 @@ type liveRun struct {
 	// its stream); executing once it left the queue. Both under
 	// manager.mu.
 	launched, executing bool
+
+	// admitted says the run holds a place among Options.MaxRuns.
+	admitted bool
+	// tel is the run's telemetry once it executes (nil without).
+	tel *telemetry.Run
 
 	// done closes when the run ended; status and result are set before.
 	done      chan struct{}
@@ -115,8 +125,32 @@ func newManager(s *Server) *manager {
 		workers = DefaultWorkers
 	}
 	m.sem = make(chan struct{}, workers)
+	if o.MaxRuns > 0 {
+		m.admitted = make(chan struct{}, o.MaxRuns)
+	}
 	m.base, m.stop = context.WithCancel(context.Background())
 	return m
+}
+
+// admit takes a place for a new run, when Options.MaxRuns bounds them;
+// false means there is none.
+func (m *manager) admit() bool {
+	if m.admitted == nil {
+		return true
+	}
+	select {
+	case m.admitted <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// unadmit gives back a place admit took.
+func (m *manager) unadmit() {
+	if m.admitted != nil {
+		<-m.admitted
+	}
 }
 
 // start records this process as alive, takes over the runs of processes
@@ -389,6 +423,10 @@ func (m *manager) run(lr *liveRun) {
 	if h := m.s.opts.Hooks.OnStart; h != nil {
 		h(ctx, m.info(lr))
 	}
+	ctx, lr.tel = m.s.opts.Telemetry.StartRun(ctx, telemetry.RunInfo{
+		RunID: lr.rec.ID, ThreadID: threadID, AssistantID: lr.rec.AssistantID,
+		GraphID: lr.graph.id, User: lr.rec.Owner, Attempt: lr.rec.Attempt,
+	})
 	enc := newEncoder(lr.kw.StreamMode, lr.kw.Subgraphs, runMeta(lr.rec.Metadata, threadID, lr.rec.ID, lr.rec.Attempt))
 	_ = m.publish(lr, "metadata", metadataEvent(lr.rec.ID, lr.rec.Attempt))
 	runErr := m.stream(ctx, lr, lease, enc)
@@ -425,7 +463,7 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 	opts := &graph.RunOptions{
 		ThreadID:        lr.rec.ThreadID,
 		Lease:           lease,
-		StreamModes:     enc.graphModes(),
+		StreamModes:     m.graphModes(lr, enc),
 		Subgraphs:       lr.kw.Subgraphs,
 		CheckpointID:    lr.kw.CheckpointID,
 		InterruptBefore: lr.kw.InterruptBefore,
@@ -445,11 +483,28 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 		if err != nil {
 			return err
 		}
+		lr.tel.Observe(ev)
 		if err := enc.encode(ev, emit); err != nil {
 			return fmt.Errorf("encoding a %s event: %w", ev.Mode, err)
 		}
 	}
 	return nil
+}
+
+// graphModes are the stream modes a run asks of its graph: its client's,
+// and those its telemetry reads (the encoder drops what the client did
+// not ask for).
+func (m *manager) graphModes(lr *liveRun, enc *encoder) []graph.StreamMode {
+	modes := enc.graphModes()
+	if lr.tel == nil {
+		return modes
+	}
+	for _, t := range telemetry.StreamModes {
+		if !slices.Contains(modes, t) {
+			modes = append(modes, t)
+		}
+	}
+	return modes
 }
 
 // input is what the graph runs with: the run's input or command, or, for
@@ -601,6 +656,9 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 		m.s.log.Warn("server: closing a run's stream", "run_id", lr.rec.ID, "err", err)
 	}
 	lr.status = status
+	if lr.admitted {
+		m.unadmit()
+	}
 	switch {
 	case runErr != nil && status == records.RunError:
 		var e map[string]string
@@ -609,6 +667,9 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	default:
 		lr.result = values
 	}
+	// lr.tel is set on the run's goroutine, which is the one that closes
+	// an executing run; it is nil for a run that never executed.
+	lr.tel.End(status, runErr)
 	if h := m.s.opts.Hooks.OnEnd; h != nil && status != records.RunPending {
 		h(lr.ctx, m.info(lr), status, runErr)
 	}

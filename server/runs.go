@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftlabs/weft/server/internal/api"
 	"github.com/weftlabs/weft/server/internal/records"
+	"github.com/weftlabs/weft/telemetry"
 )
 
 // busyText is the API's answer to a run on a busy thread with the reject
@@ -27,6 +28,18 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 	if m.isClosing() {
 		return nil, &api.StatusError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down and takes no new runs"}
 	}
+	// A place among the runs this process holds (Options.MaxRuns), given
+	// back when the run ends, or here if it is not made.
+	if !m.admit() {
+		m.s.opts.Telemetry.Rejected(telemetry.RejectTooManyRuns)
+		return nil, errTooManyRuns(cap(m.admitted))
+	}
+	made := false
+	defer func() {
+		if !made {
+			m.unadmit()
+		}
+	}()
 	rec, inflight, err := m.s.rec.CreateRun(ctx, nr)
 	switch {
 	case errors.Is(err, records.ErrBusy):
@@ -44,6 +57,8 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 	if err := m.broker.Open(rec.ID); err != nil {
 		return nil, err
 	}
+	lr.admitted, made = true, true
+	noteRun(ctx, rec.ID)
 	m.enqueue(lr)
 	if s := rec.MultitaskStrategy; (s == records.MultitaskInterrupt || s == records.MultitaskRollback) && len(inflight) > 0 {
 		ids := make([]string, len(inflight))

@@ -46,9 +46,11 @@ import (
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/server/internal/records"
+	"github.com/weftlabs/weft/server/ratelimit"
 	"github.com/weftlabs/weft/store"
 	storepg "github.com/weftlabs/weft/store/postgres"
 	storesqlite "github.com/weftlabs/weft/store/sqlite"
+	"github.com/weftlabs/weft/telemetry"
 )
 
 // GraphFunc builds a graph to serve, compiled with the server's
@@ -111,6 +113,32 @@ type Options struct {
 	Broker Broker
 	// Version is what GET /info reports as the server's version.
 	Version string
+
+	// Auth authenticates requests: every thread, run, assistant and store
+	// item then belongs to the user it names, and a request without a
+	// valid key is answered 401. GET /ok, /info, /metrics and /health and
+	// CORS preflights need none. nil leaves authentication off: every
+	// request acts for the same user, "", so serve such a server on a
+	// loopback address only.
+	Auth Authenticator
+	// RateLimit limits the requests of each user (without Auth, of each
+	// client address); a request beyond it is answered 429 with a
+	// Retry-After header. nil sets no limit.
+	RateLimit ratelimit.Limiter
+	// MaxBodyBytes bounds a request's body; a larger one is answered 413
+	// (0: 8 MiB).
+	MaxBodyBytes int64
+	// MaxRuns bounds the runs this process holds at once, waiting or
+	// executing; a run beyond it is answered 503 with a Retry-After
+	// header. 0 sets no bound (Workers still bounds the runs executing).
+	MaxRuns int
+	// Telemetry records metrics and traces of requests, runs, nodes and
+	// the tool calls inside them, and serves the metrics at GET /metrics;
+	// nil records none.
+	Telemetry *telemetry.Telemetry
+	// LogRequests logs one line per request to Logger: method, route
+	// pattern, status, duration, user, thread and run.
+	LogRequests bool
 }
 
 // RunHooks are called as runs start and end, on the run's goroutine: keep
@@ -162,6 +190,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, graphs: map[string]*servedGraph{}}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if opts.MaxRuns < 0 || opts.MaxBodyBytes < 0 || opts.Workers < 0 {
+		return nil, fmt.Errorf("server: Options.MaxRuns (%d), MaxBodyBytes (%d) and Workers (%d) must not be negative; 0 takes the default", opts.MaxRuns, opts.MaxBodyBytes, opts.Workers)
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeAll()

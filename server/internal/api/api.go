@@ -10,6 +10,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,14 +180,33 @@ func WriteError(w http.ResponseWriter, err error) {
 	}
 }
 
-// DecodeBody reads r's JSON body, at most limit bytes (MaxBodyBytes when
-// limit is 0), into dst. An empty body leaves dst as it is. A body that is
+// bodyLimitKey carries the server's bound on request bodies.
+type bodyLimitKey struct{}
+
+// WithBodyLimit returns a context whose requests' bodies DecodeBody reads
+// up to n bytes unless a handler passes its own limit: the server's
+// configured bound (server.Options.MaxBodyBytes).
+func WithBodyLimit(ctx context.Context, n int64) context.Context {
+	return context.WithValue(ctx, bodyLimitKey{}, n)
+}
+
+// BodyLimit returns the bound WithBodyLimit set on ctx, or MaxBodyBytes.
+func BodyLimit(ctx context.Context) int64 {
+	if n, ok := ctx.Value(bodyLimitKey{}).(int64); ok && n > 0 {
+		return n
+	}
+	return MaxBodyBytes
+}
+
+// DecodeBody reads r's JSON body, at most limit bytes (when limit is 0,
+// the request context's BodyLimit: MaxBodyBytes unless the server was
+// configured otherwise), into dst. An empty body leaves dst as it is. A body that is
 // not JSON gives an error WriteError answers with 400 "Malformed JSON in
 // request body"; a value of the wrong type for a field gives a
 // *ValidationError naming the field.
 func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
 	if limit <= 0 {
-		limit = MaxBodyBytes
+		limit = BodyLimit(r.Context())
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
