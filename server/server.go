@@ -45,6 +45,7 @@ import (
 	"github.com/weftlabs/weft/embed"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/ids"
+	"github.com/weftlabs/weft/server/internal/api"
 	"github.com/weftlabs/weft/server/internal/records"
 	"github.com/weftlabs/weft/server/ratelimit"
 	"github.com/weftlabs/weft/store"
@@ -68,6 +69,8 @@ const (
 	// DefaultWorkerTTL is how long a server process may go without a
 	// heartbeat before another takes over its runs.
 	DefaultWorkerTTL = 30 * time.Second
+	// DefaultMaxBodyBytes bounds a request's body.
+	DefaultMaxBodyBytes = api.MaxBodyBytes
 )
 
 // Options configure a Server.

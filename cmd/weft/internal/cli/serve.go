@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +30,7 @@ import (
 	"github.com/weftlabs/weft/llm/scripted"
 	"github.com/weftlabs/weft/server"
 	"github.com/weftlabs/weft/store"
+	"github.com/weftlabs/weft/telemetry"
 )
 
 // The values of --graphs.
@@ -52,6 +52,7 @@ type serveConfig struct {
 	corsOrigins                               []string
 	version                                   string
 	log                                       io.Writer
+	ops                                       opsConfig
 }
 
 func newServeCmd(version string) *cobra.Command {
@@ -68,8 +69,11 @@ func newServeCmd(version string) *cobra.Command {
 			"Threads, runs and checkpoints are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "); with PostgreSQL,\n" +
 			"several weft serve processes may share the database. SIGINT or SIGTERM stops taking runs, lets the\n" +
 			"runs going finish for --shutdown-timeout, and leaves the rest to be resumed at the next start.\n\n" +
-			"The server has no authentication yet: it listens on loopback addresses only, unless\n" +
-			"--insecure-no-auth says that anyone who can reach it may read and run every thread.",
+			"Each API key (--api-keys FILE, $WEFT_API_KEYS) is a user, whose threads, runs and store items no\n" +
+			"other key reaches. Without keys every request acts for the same user, and the server listens on\n" +
+			"loopback addresses only, unless --insecure-no-auth says that anyone who reaches it may read and run\n" +
+			"every thread. --rate-limit limits each user (through Redis with $WEFT_REDIS_URL); /metrics serves\n" +
+			"Prometheus metrics; traces go to OTLP over HTTP when $OTEL_EXPORTER_OTLP_ENDPOINT is set.",
 		Example: "  weft serve\n  weft serve --graphs apitest --addr 127.0.0.1:2091\n" +
 			"  weft serve --model openai:gpt-4o-mini --db postgres://weft@db:5432/weft",
 		Args: cobra.NoArgs,
@@ -95,41 +99,21 @@ func newServeCmd(version string) *cobra.Command {
 	f.StringVar(&c.tools, "tools", "", "how the model calls tools: "+toolsNative+" or "+toolsJSON+" (default $"+toolsEnv+", else "+toolsNative+")")
 	f.StringVar(&c.durability, "durability", string(graph.DurabilityAsync), "when a run's checkpoints are saved unless it asks: async (each step, in the background), sync (each step, before the next) or exit (once, at the run's end: fewest writes; a crash restarts the run from its input)")
 	f.IntVar(&c.workers, "workers", 0, fmt.Sprintf("the most runs executing at once (default %d)", server.DefaultWorkers))
-	f.BoolVar(&c.insecure, "insecure-no-auth", false, "listen beyond loopback although the server has no authentication: anyone who reaches it may read and run every thread")
+	f.BoolVar(&c.insecure, "insecure-no-auth", false, "listen beyond loopback without API keys: anyone who reaches the server may read and run every thread")
 	f.DurationVar(&c.grace, "shutdown-timeout", 30*time.Second, "how long a shutdown lets the runs going finish before it leaves them to be resumed")
 	f.StringSliceVar(&c.corsOrigins, "cors-origins", nil, "origins browsers may call from (default any)")
 	addDBFlag(cmd, &c.dsn, "database for threads, runs and checkpoints")
+	addOpsFlags(f, &c.ops)
 	return cmd
-}
-
-// ErrInsecureAddr means --addr listens beyond loopback without
-// authentication.
-var ErrInsecureAddr = errors.New("refusing to serve beyond loopback without authentication")
-
-// checkAddr refuses an address reachable from other machines.
-func checkAddr(addr string, insecure bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--addr %q: %w; expected HOST:PORT, e.g. %s", addr, err, defaultAddr)
-	}
-	if insecure || host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	where := host
-	if where == "" {
-		where = "every interface"
-	}
-	return fmt.Errorf("%w: --addr %s listens on %s, and the server has no authentication yet, so anyone who reaches it could read and run every thread; listen on 127.0.0.1, or pass --insecure-no-auth to accept that", ErrInsecureAddr, addr, where)
 }
 
 func serve(ctx context.Context, c serveConfig) error {
 	log := slog.New(slog.NewTextHandler(c.log, nil))
-	if err := checkAddr(c.addr, c.insecure); err != nil {
+	ops, tel, closeOps, err := serveOps(ctx, c, log)
+	if err != nil {
 		return err
 	}
+	defer closeOps()
 	mode, err := toolMode(c.tools, c.toolsFrom)
 	if err != nil {
 		return err
@@ -144,12 +128,14 @@ func serve(ctx context.Context, c serveConfig) error {
 		return err
 	}
 	defer db.Close()
-	graphs, closeGraphs, err := servedGraphs(ctx, c, db, mode, log)
+	graphs, closeGraphs, err := servedGraphs(ctx, c, db, mode, tel, log)
 	if err != nil {
 		return err
 	}
 	defer closeGraphs()
-	opts := server.Options{Graphs: graphs, DB: db, Workers: c.workers, Logger: log, Version: versionString(c.version), Durability: graph.Durability(c.durability)}
+	opts := ops
+	opts.Graphs, opts.DB, opts.Workers, opts.Logger = graphs, db, c.workers, log
+	opts.Version, opts.Durability = versionString(c.version), graph.Durability(c.durability)
 	if len(c.corsOrigins) > 0 {
 		opts.CORS = &server.CORSOptions{AllowOrigins: c.corsOrigins}
 	}
@@ -189,7 +175,7 @@ func serve(ctx context.Context, c serveConfig) error {
 }
 
 // servedGraphs builds what --graphs names.
-func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.Mode, log *slog.Logger) (map[string]server.GraphFunc, func(), error) {
+func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.Mode, tel *telemetry.Telemetry, log *slog.Logger) (map[string]server.GraphFunc, func(), error) {
 	out := map[string]server.GraphFunc{}
 	switch c.graphs {
 	case graphsAPITest:
@@ -207,7 +193,7 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 		if err != nil {
 			return nil, nil, err
 		}
-		model = m
+		model = tel.WrapModel(m, c.model)
 		log.Info("weft serve: the example agents answer with " + c.model)
 	}
 	dataDir := "."
@@ -237,7 +223,7 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 				continue
 			}
 			log.Warn("weft serve: " + e.Name + " answers with its offline scripted demo model (" + demo + "), the same replies in turn whatever is asked, not a real model; pass --model or set $" + modelEnv + " for one")
-			m = dm
+			m = tel.WrapModel(dm, "scripted:"+demo)
 		}
 		if e.Orchestrate != nil {
 			out[e.Name] = func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
+
+	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/server/apikey"
+	"github.com/weftlabs/weft/server/ratelimit"
+	"github.com/weftlabs/weft/telemetry"
+)
+
+// The environment variables of weft serve's operations.
+const (
+	// apiKeysFileEnv names a keys file, as --api-keys does.
+	apiKeysFileEnv = "WEFT_API_KEYS_FILE"
+	// redisEnv is the Redis that rate limits are shared through.
+	redisEnv = "WEFT_REDIS_URL"
+)
+
+// opsConfig is what weft serve's users, limits and observability flags
+// say.
+type opsConfig struct {
+	apiKeysFile string
+	rateLimit   float64
+	rateBurst   int
+	maxBody     int64
+	maxRuns     int
+	logRequests bool
+}
+
+func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
+	f.StringVar(&c.apiKeysFile, "api-keys", "", "a YAML or JSON file of API keys, each the key of a user (default $"+apiKeysFileEnv+"); $"+apikey.EnvVar+" may list more as USER:KEY,...")
+	f.Float64Var(&c.rateLimit, "rate-limit", 0, "requests a second each user (each client address without keys) may make on average; 0 sets no limit. Shared through Redis when $"+redisEnv+" is set")
+	f.IntVar(&c.rateBurst, "rate-burst", 0, "requests a user may make at once before --rate-limit applies (default: one second's worth, at least 1)")
+	f.Int64Var(&c.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "the largest request body taken, in bytes")
+	f.IntVar(&c.maxRuns, "max-runs", 0, "the most runs this process holds at once, waiting or executing; more are answered 503 (0: no bound; --workers bounds those executing)")
+	f.BoolVar(&c.logRequests, "log-requests", true, "log one line per request: method, route, status, duration, user, thread, run")
+}
+
+// ErrInsecureAddr means --addr listens beyond loopback without
+// authentication.
+var ErrInsecureAddr = errors.New("refusing to serve beyond loopback without authentication")
+
+// checkAddr refuses an address reachable from other machines when no
+// API keys are configured, unless --insecure-no-auth accepts that.
+func checkAddr(addr string, authOn, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w; expected HOST:PORT, e.g. %s", addr, err, defaultAddr)
+	}
+	if authOn || insecure || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	where := host
+	if where == "" {
+		where = "every interface"
+	}
+	return fmt.Errorf("%w: --addr %s listens on %s and no API keys are configured, so anyone who reaches it could read and run every thread; configure keys (--api-keys FILE or $%s), listen on 127.0.0.1, or pass --insecure-no-auth to accept that",
+		ErrInsecureAddr, addr, where, apikey.EnvVar)
+}
+
+// loadKeys reads the API keys of --api-keys (or $WEFT_API_KEYS_FILE) and
+// $WEFT_API_KEYS; nil when there are none.
+func loadKeys(file string, getenv func(string) string) (*apikey.Set, error) {
+	if file == "" {
+		file = getenv(apiKeysFileEnv)
+	}
+	var keys []apikey.Key
+	if file != "" {
+		k, err := apikey.Load(file)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k...)
+	}
+	if v := getenv(apikey.EnvVar); v != "" {
+		k, err := apikey.ParseList(v, "$"+apikey.EnvVar)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k...)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return apikey.New(keys...)
+}
+
+// serveOps builds the server options of c's users, limits and
+// observability: the options to merge, the Telemetry (to wrap models
+// with), and what to close at the end.
+func serveOps(ctx context.Context, c serveConfig, log *slog.Logger) (server.Options, *telemetry.Telemetry, func(), error) {
+	var opts server.Options
+	closers := []func(){}
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (server.Options, *telemetry.Telemetry, func(), error) {
+		closeAll()
+		return server.Options{}, nil, nil, err
+	}
+	o := c.ops
+	keys, err := loadKeys(o.apiKeysFile, os.Getenv)
+	if err != nil {
+		return fail(err)
+	}
+	if keys != nil && c.insecure {
+		return fail(errors.New("--insecure-no-auth and API keys contradict each other: with keys every request needs one; drop one of them"))
+	}
+	if err := checkAddr(c.addr, keys != nil, c.insecure); err != nil {
+		return fail(err)
+	}
+	if keys != nil {
+		opts.Auth = keys
+		log.Info("weft serve: API keys required", "keys", keys.Len(), "users", keys.Users())
+	} else {
+		log.Warn("weft serve: no API keys: every request acts for the same user; configure --api-keys or $" + apikey.EnvVar + " to keep users apart")
+	}
+	if o.maxBody <= 0 || o.maxRuns < 0 || o.rateLimit < 0 || o.rateBurst < 0 {
+		return fail(fmt.Errorf("--max-body-bytes %d, --max-runs %d, --rate-limit %v, --rate-burst %d: want a positive body bound, and no negative limit", o.maxBody, o.maxRuns, o.rateLimit, o.rateBurst))
+	}
+	opts.MaxBodyBytes, opts.MaxRuns, opts.LogRequests = o.maxBody, o.maxRuns, o.logRequests
+
+	tel, err := telemetry.New(ctx, telemetry.Options{ServiceVersion: versionString(c.version), Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Warn("weft serve: spans not exported at exit are lost", "err", err)
+		}
+	})
+	opts.Telemetry = tel
+
+	redisURL := os.Getenv(redisEnv)
+	if o.rateLimit > 0 {
+		burst := o.rateBurst
+		if burst == 0 {
+			burst = max(1, int(math.Ceil(o.rateLimit)))
+		}
+		lim := ratelimit.Limit{Rate: o.rateLimit, Burst: burst}
+		if redisURL != "" {
+			rc, err := openRedis(ctx, redisURL, log)
+			if err != nil {
+				return fail(err)
+			}
+			closers = append(closers, func() { _ = rc.Close() })
+			r, err := ratelimit.NewRedis(rc, lim, ratelimit.RedisOptions{Logger: log, OnFallback: tel.RateLimitFallback})
+			if err != nil {
+				return fail(fmt.Errorf("--rate-limit: %w", err))
+			}
+			opts.RateLimit = r
+			log.Info("weft serve: rate limits shared through Redis", "rate", o.rateLimit, "burst", burst)
+		} else {
+			m, err := ratelimit.NewMemory(lim)
+			if err != nil {
+				return fail(fmt.Errorf("--rate-limit: %w", err))
+			}
+			opts.RateLimit = m
+			log.Info("weft serve: rate limits kept in this process", "rate", o.rateLimit, "burst", burst)
+		}
+	} else if redisURL != "" {
+		log.Info("weft serve: $" + redisEnv + " is set, but without --rate-limit nothing uses Redis")
+	}
+	return opts, tel, closeAll, nil
+}
+
+// openRedis connects to url with short timeouts: a rate limit check must
+// never hold a request up for long. A Redis that does not answer now is
+// reported, not fatal: the limiter decides in process until it answers.
+func openRedis(ctx context.Context, url string, log *slog.Logger) (*redis.Client, error) {
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("$%s: %w; expected redis://[user:password@]host:port/db", redisEnv, err)
+	}
+	ro.DialTimeout = time.Second
+	ro.ReadTimeout = ratelimit.DefaultRedisTimeout
+	ro.WriteTimeout = ratelimit.DefaultRedisTimeout
+	ro.PoolTimeout = ratelimit.DefaultRedisTimeout
+	ro.MaxRetries = -1 // the limiter falls back instead of retrying
+	rc := redis.NewClient(ro)
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := rc.Ping(pctx).Err(); err != nil {
+		log.Warn("weft serve: Redis does not answer; rate limits are kept in this process until it does", "err", err)
+	}
+	return rc, nil
+}
