@@ -9,7 +9,7 @@
 //
 //	keys:
 //	  - user: alice
-//	    sha256: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824
+//	    sha256: 08de70070336baac3db11e5cca05f85f86ebd13d9ba9b67a357084e7fa43532d
 //	  - user: bob
 //	    key: bob-0123456789abcdef
 //
