@@ -55,6 +55,14 @@ func apitestGraphs() map[string]server.GraphFunc {
 // test ends.
 func newServer(t *testing.T, opts server.Options) *testServer {
 	t.Helper()
+	return wrap(t, startServer(t, opts))
+}
+
+// startServer builds a server over the apitest graphs (opts.Graphs and
+// opts.DB default to those graphs and memory), shut down when the test
+// ends.
+func startServer(t *testing.T, opts server.Options) *server.Server {
+	t.Helper()
 	if opts.Graphs == nil {
 		opts.Graphs = apitestGraphs()
 	}
@@ -65,7 +73,6 @@ func newServer(t *testing.T, opts server.Options) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := wrap(t, srv)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -73,7 +80,7 @@ func newServer(t *testing.T, opts server.Options) *testServer {
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	return ts
+	return srv
 }
 
 // testLogger writes a server's log to the test's.

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/weftlabs/weft/internal/promtest"
 	"github.com/weftlabs/weft/internal/redistest"
 	"github.com/weftlabs/weft/server"
 	"github.com/weftlabs/weft/server/apikey"
@@ -34,25 +34,11 @@ const (
 // key names.
 func newRawServer(t *testing.T, opts server.Options) *testServer {
 	t.Helper()
-	if opts.Graphs == nil {
-		opts.Graphs = apitestGraphs()
-	}
-	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
-	}
-	srv, err := server.New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := startServer(t, opts)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
 	})
 	return &testServer{t: t, srv: srv, ts: ts}
 }
@@ -239,22 +225,7 @@ func (s *syncBuffer) String() string {
 
 func scrapeMetrics(t *testing.T, s *testServer) map[string]float64 {
 	t.Helper()
-	r := s.must(200, "GET", "/metrics", nil)
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(r.body))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
+	return promtest.Parse(t, s.must(200, "GET", "/metrics", nil).body)
 }
 
 // After real runs /metrics counts the runs, their nodes, the requests by
@@ -285,7 +256,7 @@ func TestObservability(t *testing.T) {
 	s.must(401, "POST", "/threads/search", map[string]any{})
 
 	m := scrapeMetrics(t, s)
-	for k, want := range map[string]float64{
+	promtest.Expect(t, m, map[string]float64{
 		`weft_runs_total{graph="echo",status="success"}`: 2,
 		`weft_runs_active`: 0,
 		`weft_http_requests_total{method="POST",route="POST /threads/{thread_id}/runs/wait",status="200"}`:   1,
@@ -293,11 +264,7 @@ func TestObservability(t *testing.T) {
 		`weft_http_requests_total{method="POST",route="POST /threads/search",status="401"}`:                  1,
 		`weft_requests_rejected_total{reason="unauthenticated"}`:                                             1,
 		`weft_http_streams_active`: 0,
-	} {
-		if got, ok := m[k]; !ok || got != want {
-			t.Errorf("%s = %v (present %v); want %v", k, got, ok, want)
-		}
-	}
+	})
 	nodes := 0.0
 	for k, v := range m {
 		if strings.HasPrefix(k, `weft_node_duration_seconds_count{graph="echo"`) {

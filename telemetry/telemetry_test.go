@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/promtest"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
 	"github.com/weftlabs/weft/telemetry"
@@ -40,8 +39,7 @@ func newTelemetry(t *testing.T) (*telemetry.Telemetry, *tracetest.InMemoryExport
 	return tel, exp
 }
 
-// scrape reads /metrics as a map from "name{labels}" (labels sorted, as
-// the exposition writes them) to value.
+// scrape reads /metrics by series.
 func scrape(t *testing.T, tel *telemetry.Telemetry) map[string]float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -49,30 +47,7 @@ func scrape(t *testing.T, tel *telemetry.Telemetry) map[string]float64 {
 	if rec.Code != 200 {
 		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(rec.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
-}
-
-func expectMetrics(t *testing.T, got map[string]float64, want map[string]float64) {
-	t.Helper()
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
-			t.Errorf("%s = %v (present %v); want %v", k, g, ok, v)
-		}
-	}
+	return promtest.Parse(t, rec.Body.Bytes())
 }
 
 type lookupIn struct {
@@ -213,7 +188,7 @@ func TestRunTrace(t *testing.T) {
 	}
 
 	m := scrape(t, tel)
-	expectMetrics(t, m, map[string]float64{
+	promtest.Expect(t, m, map[string]float64{
 		`weft_runs_total{graph="career",status="success"}`: 1,
 		`weft_runs_active`: 0,
 		`weft_run_duration_seconds_count{graph="career",status="success"}`:                      1,
@@ -291,7 +266,7 @@ func TestFailures(t *testing.T) {
 		t.Fatal("the failing model succeeded")
 	}
 
-	expectMetrics(t, scrape(t, tel), map[string]float64{
+	promtest.Expect(t, scrape(t, tel), map[string]float64{
 		`weft_tool_calls_total{status="error",tool="broken"}`:                             2,
 		`weft_tool_errors_total{code="tool_error",tool="broken"}`:                         2,
 		`weft_runs_total{graph="bad",status="error"}`:                                     1,
@@ -318,7 +293,7 @@ func TestRunEndsOpenTasks(t *testing.T) {
 	if len(spans["late"]) != 0 || len(spans["invoke_agent slow"]) != 1 {
 		t.Errorf("spans %v", keys(spans))
 	}
-	expectMetrics(t, scrape(t, tel), map[string]float64{
+	promtest.Expect(t, scrape(t, tel), map[string]float64{
 		`weft_runs_total{graph="slow",status="interrupted"}`:                            1,
 		`weft_node_duration_seconds_count{graph="slow",node="wait",status="cancelled"}`: 1,
 	})
@@ -352,7 +327,7 @@ func TestHTTPMetrics(t *testing.T) {
 	closeB() // once only
 	tel.Rejected(telemetry.RejectUnauthenticated)
 	tel.RateLimitFallback()
-	expectMetrics(t, scrape(t, tel), map[string]float64{
+	promtest.Expect(t, scrape(t, tel), map[string]float64{
 		`weft_http_requests_total{method="POST",route="POST /threads/{thread_id}/runs/stream",status="200"}`:    1,
 		`weft_http_requests_total{method="GET",route="unmatched",status="404"}`:                                 1,
 		`weft_http_request_duration_seconds_count{method="POST",route="POST /threads/{thread_id}/runs/stream"}`: 1,
@@ -361,7 +336,7 @@ func TestHTTPMetrics(t *testing.T) {
 		`weft_ratelimit_fallbacks_total`:                         1,
 	})
 	closeA()
-	expectMetrics(t, scrape(t, tel), map[string]float64{`weft_http_streams_active`: 0})
+	promtest.Expect(t, scrape(t, tel), map[string]float64{`weft_http_streams_active`: 0})
 }
 
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, spans reach the collector; an
