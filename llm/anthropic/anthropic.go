@@ -18,7 +18,6 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/internal/wire"
@@ -68,7 +67,7 @@ const maxNonStreamingTokens = 21_333
 type Model struct {
 	client sdk.Client
 	o      Options
-	bounds llm.Timeouts
+	call   wire.Call
 	tools  []sdk.ToolUnionParam
 }
 
@@ -99,17 +98,13 @@ func New(o Options) (*Model, error) {
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	bounds := wire.Bounds(o.Timeouts, o.Timeout)
-	client := o.HTTPClient
-	if client == nil {
-		client = wire.HTTPClient(bounds)
-	}
+	call, client := wire.NewCall(provider, o.Timeouts, o.Timeout, o.Retry, o.HTTPClient, explain)
 	opts = append(opts, option.WithHTTPClient(client))
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
 	opts = append(opts, o.RequestOptions...)
-	return &Model{client: sdk.NewClient(opts...), o: o, bounds: bounds}, nil
+	return &Model{client: sdk.NewClient(opts...), o: o, call: call}, nil
 }
 
 // Open opens an Anthropic model configured by the environment:
@@ -183,81 +178,25 @@ func (m *Model) Generate(ctx context.Context, msgs []llm.Message, opts ...llm.Ca
 		}
 		return msg, nil
 	}
-	var out llm.Message
-	err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-		att := wire.Start(ctx, m.bounds)
-		defer att.End()
-		resp, err := m.client.Messages.New(att.Context(), params)
-		if err != nil {
-			return explain(att, err)
-		}
-		out = fromMessage(resp)
-		return nil
-	})
-	return out, err
+	return wire.Generate(ctx, &m.call, func(ctx context.Context) (*sdk.Message, error) {
+		return m.client.Messages.New(ctx, params)
+	}, fromMessage)
 }
 
 // Stream implements llm.ChatModel.
 func (m *Model) Stream(ctx context.Context, msgs []llm.Message, opts ...llm.CallOptions) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		params, err := m.params(msgs, opts)
-		if err != nil {
-			yield(llm.Chunk{}, err)
-			return
-		}
-		var (
-			stream *ssestream.Stream[sdk.MessageStreamEventUnion]
-			att    *wire.Attempt
-			first  bool
-		)
-		// Retry until the first event arrives; after that the reply has
-		// been partly delivered and a retry would repeat it.
-		err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-			att = wire.Start(ctx, m.bounds)
-			s := m.client.Messages.NewStreaming(att.Context(), params)
-			first = s.Next()
-			if first {
-				stream = s
-				return nil
-			}
-			err := explain(att, s.Err())
-			if err == nil {
-				err = wire.EmptyStream(provider)
-			}
-			_ = s.Close()
-			att.End()
-			return err
-		})
-		if err != nil {
-			yield(llm.Chunk{}, err)
-			return
-		}
-		defer att.End()
-		defer stream.Close()
-		var id string
-		for first || stream.Next() {
-			first = false
-			att.Progress()
-			ev := stream.Current()
-			if ev.Type == "message_start" {
-				id = ev.Message.ID
-			}
-			if c, ok := fromEvent(ev); ok {
-				c.ID = id
-				if !yield(c, nil) {
-					return
-				}
-			}
-		}
-		if err := stream.Err(); err != nil {
-			yield(llm.Chunk{}, explain(att, err))
-		}
+	params, err := m.params(msgs, opts)
+	if err != nil {
+		return wire.Failed(err)
 	}
+	return wire.Stream(ctx, &m.call, func(ctx context.Context) wire.Events[sdk.MessageStreamEventUnion] {
+		return m.client.Messages.NewStreaming(ctx, params)
+	}, newEventDecoder)
 }
 
 // explain maps an SDK error to weft's: API errors (already *llm.APIError
 // from the middleware), error events in a stream, timeouts, cancellation.
-func explain(att *wire.Attempt, err error) error {
+func explain(provider string, att *wire.Attempt, err error) error {
 	var ae *sdk.Error
 	if errors.As(err, &ae) {
 		var h http.Header
@@ -411,7 +350,7 @@ func userBlocks(m llm.Message) ([]sdk.ContentBlockParamUnion, error) {
 	return blocks, nil
 }
 
-func fromMessage(r *sdk.Message) llm.Message {
+func fromMessage(r *sdk.Message) (llm.Message, error) {
 	msg := llm.Message{Type: llm.TypeAI, ID: r.ID}
 	var text strings.Builder
 	for _, b := range r.Content {
@@ -434,7 +373,7 @@ func fromMessage(r *sdk.Message) llm.Message {
 	if r.StopReason != "" {
 		msg.ResponseMetadata["stop_reason"] = string(r.StopReason)
 	}
-	return msg
+	return msg, nil
 }
 
 // usage follows LangChain: input tokens include those read from and
@@ -446,6 +385,20 @@ func usage(input, cacheRead, cacheWrite, output int64) *llm.Usage {
 		u.InputTokenDetails = map[string]int64{"cache_read": cacheRead, "cache_creation": cacheWrite}
 	}
 	return u
+}
+
+// newEventDecoder returns the converter of one stream's events: each
+// chunk carries the message id that message_start gave.
+func newEventDecoder() func(sdk.MessageStreamEventUnion) (llm.Chunk, bool) {
+	var id string
+	return func(ev sdk.MessageStreamEventUnion) (llm.Chunk, bool) {
+		if ev.Type == "message_start" {
+			id = ev.Message.ID
+		}
+		c, ok := fromEvent(ev)
+		c.ID = id
+		return c, ok
+	}
 }
 
 // fromEvent converts a stream event. Usage comes in two parts that add up:

@@ -67,7 +67,7 @@ type Options struct {
 type Model struct {
 	client sdk.Client
 	o      Options
-	bounds llm.Timeouts
+	call   wire.Call
 	tools  []sdk.ChatCompletionToolUnionParam
 }
 
@@ -96,17 +96,13 @@ func New(o Options) (*Model, error) {
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	bounds := wire.Bounds(o.Timeouts, o.Timeout)
-	client := o.HTTPClient
-	if client == nil {
-		client = wire.HTTPClient(bounds)
-	}
+	call, client := wire.NewCall(provider, o.Timeouts, o.Timeout, o.Retry, o.HTTPClient, explain)
 	opts = append(opts, option.WithHTTPClient(client))
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
 	opts = append(opts, o.RequestOptions...)
-	return &Model{client: sdk.NewClient(opts...), o: o, bounds: bounds}, nil
+	return &Model{client: sdk.NewClient(opts...), o: o, call: call}, nil
 }
 
 // BindTools returns a model that offers tools on every call.
@@ -140,76 +136,28 @@ func (m *Model) Generate(ctx context.Context, msgs []llm.Message, opts ...llm.Ca
 	if err != nil {
 		return llm.Message{}, err
 	}
-	var out llm.Message
-	err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-		att := wire.Start(ctx, m.bounds)
-		defer att.End()
-		resp, err := m.client.Chat.Completions.New(att.Context(), params)
-		if err != nil {
-			return m.explain(att, err)
-		}
-		out, err = m.fromCompletion(resp)
-		return err
-	})
-	return out, err
+	return wire.Generate(ctx, &m.call, func(ctx context.Context) (*sdk.ChatCompletion, error) {
+		return m.client.Chat.Completions.New(ctx, params)
+	}, m.fromCompletion)
 }
 
 // Stream implements llm.ChatModel.
 func (m *Model) Stream(ctx context.Context, msgs []llm.Message, opts ...llm.CallOptions) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		params, err := m.params(msgs, opts, true)
-		if err != nil {
-			yield(llm.Chunk{}, err)
-			return
-		}
-		var (
-			stream *ssestream.Stream[sdk.ChatCompletionChunk]
-			att    *wire.Attempt
-			first  bool // stream holds a first event not yet read
-		)
-		// Retry until the first event arrives; after that the reply has
-		// been partly delivered and a retry would repeat it.
-		err = m.o.Retry.Do(ctx, func(ctx context.Context) error {
-			att = wire.Start(ctx, m.bounds)
-			s := m.client.Chat.Completions.NewStreaming(att.Context(), params)
-			first = s.Next()
-			if first {
-				stream = s
-				return nil
-			}
-			err := m.explain(att, s.Err())
-			if err == nil {
-				err = wire.EmptyStream(m.o.Provider)
-			}
-			_ = s.Close()
-			att.End()
-			return err
-		})
-		if err != nil {
-			yield(llm.Chunk{}, err)
-			return
-		}
-		defer att.End()
-		defer stream.Close()
-		for first || stream.Next() {
-			first = false
-			att.Progress()
-			if c, ok := m.fromChunk(stream.Current()); ok && !yield(c, nil) {
-				return
-			}
-		}
-		if err := stream.Err(); err != nil {
-			yield(llm.Chunk{}, m.explain(att, err))
-		}
+	params, err := m.params(msgs, opts, true)
+	if err != nil {
+		return wire.Failed(err)
 	}
+	return wire.Stream(ctx, &m.call, func(ctx context.Context) wire.Events[sdk.ChatCompletionChunk] {
+		return m.client.Chat.Completions.NewStreaming(ctx, params)
+	}, func() func(sdk.ChatCompletionChunk) (llm.Chunk, bool) { return m.fromChunk })
 }
 
 // explain maps an SDK error to weft's: API errors (already *llm.APIError
 // from the middleware), error events in a stream, timeouts, cancellation.
-func (m *Model) explain(att *wire.Attempt, err error) error {
+func explain(provider string, att *wire.Attempt, err error) error {
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		return wire.APIError(m.o.Provider, 0, nil, string(se.Event.Data), "", err)
+		return wire.APIError(provider, 0, nil, string(se.Event.Data), "", err)
 	}
 	var ae *sdk.Error
 	if errors.As(err, &ae) {
@@ -217,9 +165,9 @@ func (m *Model) explain(att *wire.Attempt, err error) error {
 		if ae.Response != nil {
 			h = ae.Response.Header
 		}
-		return wire.APIError(m.o.Provider, ae.StatusCode, h, ae.RawJSON(), "", err)
+		return wire.APIError(provider, ae.StatusCode, h, ae.RawJSON(), "", err)
 	}
-	return att.Err(m.o.Provider, err)
+	return att.Err(provider, err)
 }
 
 func (m *Model) params(msgs []llm.Message, opts []llm.CallOptions, stream bool) (sdk.ChatCompletionNewParams, error) {
