@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,25 @@ func SSE(hold bool, events ...Event) http.HandlerFunc {
 		}
 		if hold {
 			<-r.Context().Done()
+		}
+	}
+}
+
+// Endless answers with status 200, the content type and prefix, then
+// bytes 'x' without end, until the client goes away: a body no client
+// should read whole.
+func Endless(contentType, prefix string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.WriteString(w, prefix); err != nil {
+			return
+		}
+		block := []byte(strings.Repeat("x", 32<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(block); err != nil {
+				return
+			}
 		}
 	}
 }

@@ -51,6 +51,11 @@ type Options struct {
 	Timeout time.Duration
 	// Retry is the retry policy; the zero value is llm's default.
 	Retry llm.RetryPolicy
+	// MaxResponseBytes bounds the bytes read of one response, a stream's
+	// whole body included (zero: 64 MiB; negative: no bound), so that a
+	// server that sends without end cannot exhaust memory. Crossing it is
+	// an error matching llm.ErrInvalidResponse.
+	MaxResponseBytes int64
 	// Defaults apply to every call, under the call's own options.
 	Defaults llm.CallOptions
 	// RequestOptions are passed to the SDK client last (an escape hatch).
@@ -98,7 +103,7 @@ func New(o Options) (*Model, error) {
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	call, client := wire.NewCall(provider, o.Timeouts, o.Timeout, o.Retry, o.HTTPClient, explain)
+	call, client := wire.NewCall(provider, o.Timeouts, o.Timeout, o.Retry, o.HTTPClient, o.MaxResponseBytes, explain)
 	opts = append(opts, option.WithHTTPClient(client))
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
@@ -178,8 +183,8 @@ func (m *Model) Generate(ctx context.Context, msgs []llm.Message, opts ...llm.Ca
 		}
 		return msg, nil
 	}
-	return wire.Generate(ctx, &m.call, func(ctx context.Context) (*sdk.Message, error) {
-		return m.client.Messages.New(ctx, params)
+	return wire.Generate(ctx, &m.call, func(ctx context.Context, check wire.Middleware) (*sdk.Message, error) {
+		return m.client.Messages.New(ctx, params, option.WithMiddleware(check))
 	}, fromMessage)
 }
 
@@ -189,8 +194,8 @@ func (m *Model) Stream(ctx context.Context, msgs []llm.Message, opts ...llm.Call
 	if err != nil {
 		return wire.Failed(err)
 	}
-	return wire.Stream(ctx, &m.call, func(ctx context.Context) wire.Events[sdk.MessageStreamEventUnion] {
-		return m.client.Messages.NewStreaming(ctx, params)
+	return wire.Stream(ctx, &m.call, func(ctx context.Context, check wire.Middleware) wire.Events[sdk.MessageStreamEventUnion] {
+		return m.client.Messages.NewStreaming(ctx, params, option.WithMiddleware(check))
 	}, newEventDecoder)
 }
 
@@ -351,6 +356,10 @@ func userBlocks(m llm.Message) ([]sdk.ContentBlockParamUnion, error) {
 }
 
 func fromMessage(r *sdk.Message) (llm.Message, error) {
+	if r == nil || !r.JSON.Content.Valid() {
+		// A JSON object, but not a message: "content" is required.
+		return llm.Message{}, fmt.Errorf("%w: %s: the response has no content", llm.ErrInvalidResponse, provider)
+	}
 	msg := llm.Message{Type: llm.TypeAI, ID: r.ID}
 	var text strings.Builder
 	for _, b := range r.Content {

@@ -13,20 +13,26 @@ import (
 )
 
 // A success status whose body is not a reply is an error naming the
-// provider, never an empty answer (issue 7 §4).
+// provider and matching llm.ErrInvalidResponse, never an empty answer nor
+// a panic, whether the call streams or not (issue 7 §4).
 func TestInvalidSuccessBody(t *testing.T) {
 	for _, tc := range []struct{ name, body string }{
 		{"garbage", "{not json at all"},
 		{"empty", ""},
+		{"null", "null"},
+		{"array", "[1, 2]"},
+		{"string", `"hello"`},
+		{"empty object", "{}"},
+		{"html", "<html><body>Bad gateway</body></html>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := wiretest.New(t, wiretest.JSON(200, tc.body))
 			m := newModel(t, s, nil)
-			_, err := m.Generate(ctx, []llm.Message{llm.Human("hi")})
-			if err == nil || !strings.Contains(err.Error(), "openai") {
-				t.Errorf("Generate: err = %v, want an error naming openai", err)
+			got, err := m.Generate(ctx, []llm.Message{llm.Human("hi")})
+			if !errors.Is(err, llm.ErrInvalidResponse) || !strings.Contains(err.Error(), "openai") {
+				t.Errorf("Generate: err = %v (message %+v), want ErrInvalidResponse naming openai", err, got)
 			}
-			got, _, err := collect(t, m, []llm.Message{llm.Human("hi")})
+			got, _, err = collect(t, m, []llm.Message{llm.Human("hi")})
 			if !errors.Is(err, llm.ErrInvalidResponse) || !strings.Contains(err.Error(), "openai") {
 				t.Errorf("Stream: err = %v (message %+v), want ErrInvalidResponse naming openai", err, got)
 			}
@@ -85,5 +91,32 @@ func TestNothingListening(t *testing.T) {
 	_, err = m.Generate(ctx, []llm.Message{llm.Human("hi")})
 	if err == nil || !strings.Contains(err.Error(), "openai") || !strings.Contains(err.Error(), addr) {
 		t.Errorf("err = %v, want one naming openai and %s", err, addr)
+	}
+}
+
+// A server that sends without end is cut off at MaxResponseBytes with an
+// error matching llm.ErrInvalidResponse: a body that is one endless JSON
+// object, or a stream that is one endless line. (The default bound is
+// llm/internal/wire's test.)
+func TestEndlessBody(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int64
+	}{
+		{"1 MiB", 1 << 20},
+		{"1 byte", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wiretest.New(t, wiretest.Endless("application/json", `{"id": "`))
+			m := newModel(t, s, nil, func(o *openai.Options) { o.MaxResponseBytes = tc.limit })
+			if _, err := m.Generate(ctx, []llm.Message{llm.Human("hi")}); !errors.Is(err, llm.ErrInvalidResponse) {
+				t.Errorf("Generate: err = %v, want ErrInvalidResponse", err)
+			}
+			s = wiretest.New(t, wiretest.Endless("text/event-stream", `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`))
+			m = newModel(t, s, nil, func(o *openai.Options) { o.MaxResponseBytes = tc.limit })
+			if _, _, err := collect(t, m, []llm.Message{llm.Human("hi")}); !errors.Is(err, llm.ErrInvalidResponse) {
+				t.Errorf("Stream: err = %v, want ErrInvalidResponse", err)
+			}
+		})
 	}
 }

@@ -51,6 +51,11 @@ type Options struct {
 	Timeout time.Duration
 	// Retry is the retry policy; the zero value is llm's default.
 	Retry llm.RetryPolicy
+	// MaxResponseBytes bounds the bytes read of one response, a stream's
+	// whole body included (zero: 64 MiB; negative: no bound), so that a
+	// server that sends without end cannot exhaust memory. Crossing it is
+	// an error matching llm.ErrInvalidResponse.
+	MaxResponseBytes int64
 	// Defaults apply to every call, under the call's own options.
 	Defaults llm.CallOptions
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens,
@@ -96,7 +101,7 @@ func New(o Options) (*Model, error) {
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	call, client := wire.NewCall(provider, o.Timeouts, o.Timeout, o.Retry, o.HTTPClient, explain)
+	call, client := wire.NewCall(provider, o.Timeouts, o.Timeout, o.Retry, o.HTTPClient, o.MaxResponseBytes, explain)
 	opts = append(opts, option.WithHTTPClient(client))
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
@@ -136,8 +141,8 @@ func (m *Model) Generate(ctx context.Context, msgs []llm.Message, opts ...llm.Ca
 	if err != nil {
 		return llm.Message{}, err
 	}
-	return wire.Generate(ctx, &m.call, func(ctx context.Context) (*sdk.ChatCompletion, error) {
-		return m.client.Chat.Completions.New(ctx, params)
+	return wire.Generate(ctx, &m.call, func(ctx context.Context, check wire.Middleware) (*sdk.ChatCompletion, error) {
+		return m.client.Chat.Completions.New(ctx, params, option.WithMiddleware(check))
 	}, m.fromCompletion)
 }
 
@@ -147,8 +152,8 @@ func (m *Model) Stream(ctx context.Context, msgs []llm.Message, opts ...llm.Call
 	if err != nil {
 		return wire.Failed(err)
 	}
-	return wire.Stream(ctx, &m.call, func(ctx context.Context) wire.Events[sdk.ChatCompletionChunk] {
-		return m.client.Chat.Completions.NewStreaming(ctx, params)
+	return wire.Stream(ctx, &m.call, func(ctx context.Context, check wire.Middleware) wire.Events[sdk.ChatCompletionChunk] {
+		return m.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(check))
 	}, func() func(sdk.ChatCompletionChunk) (llm.Chunk, bool) { return m.fromChunk })
 }
 
@@ -306,8 +311,8 @@ func userParts(m llm.Message) ([]sdk.ChatCompletionContentPartUnionParam, error)
 }
 
 func (m *Model) fromCompletion(c *sdk.ChatCompletion) (llm.Message, error) {
-	if len(c.Choices) == 0 {
-		return llm.Message{}, fmt.Errorf("%s: the response has no choices", m.o.Provider)
+	if c == nil || len(c.Choices) == 0 {
+		return llm.Message{}, fmt.Errorf("%w: %s: the response has no choices", llm.ErrInvalidResponse, m.o.Provider)
 	}
 	ch := c.Choices[0]
 	msg := llm.Message{Type: llm.TypeAI, ID: c.ID, Content: ch.Message.Content}

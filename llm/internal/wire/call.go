@@ -1,10 +1,15 @@
 package wire
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weftlabs/weft/llm"
 )
@@ -21,17 +26,37 @@ type Call struct {
 	// Explain maps an SDK error of an attempt to weft's, naming provider:
 	// API errors and error events; nil leaves every error to Attempt.Err.
 	Explain func(provider string, att *Attempt, err error) error
+	// MaxBytes bounds the bytes read of one response, a stream's whole
+	// body included; zero means no bound.
+	MaxBytes int64
 }
+
+// DefaultMaxResponseBytes is the bound on the bytes read of one response
+// when a provider's options set none: far above any reply (a stream of
+// 128k tokens is some 32 MiB of events), far below what would exhaust a
+// server's memory.
+const DefaultMaxResponseBytes = 64 << 20
+
+// Middleware is an SDK middleware, both SDKs' option.Middleware.
+type Middleware = func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error)
 
 // NewCall returns a provider's Call, its bounds t with llm's defaults (see
 // Bounds for shorthand), and the HTTP client it sends with: client, or when
 // that is nil one whose connections are bounded by the connect bound.
-func NewCall(provider string, t llm.Timeouts, shorthand time.Duration, retry llm.RetryPolicy, client *http.Client, explain func(provider string, att *Attempt, err error) error) (Call, *http.Client) {
+// maxBytes is the provider's MaxResponseBytes: zero means
+// DefaultMaxResponseBytes, a negative number no bound.
+func NewCall(provider string, t llm.Timeouts, shorthand time.Duration, retry llm.RetryPolicy, client *http.Client, maxBytes int64, explain func(provider string, att *Attempt, err error) error) (Call, *http.Client) {
 	bounds := Bounds(t, shorthand)
 	if client == nil {
 		client = HTTPClient(bounds)
 	}
-	return Call{Provider: provider, Bounds: bounds, Retry: retry, Explain: explain}, client
+	switch {
+	case maxBytes == 0:
+		maxBytes = DefaultMaxResponseBytes
+	case maxBytes < 0:
+		maxBytes = 0
+	}
+	return Call{Provider: provider, Bounds: bounds, Retry: retry, Explain: explain, MaxBytes: maxBytes}, client
 }
 
 func (c *Call) explain(att *Attempt, err error) error {
@@ -43,13 +68,16 @@ func (c *Call) explain(att *Attempt, err error) error {
 
 // Generate makes a call that is not streamed, under the retry policy, each
 // attempt bounded by c.Bounds: send sends the request under the attempt's
-// context, and reply converts the SDK's reply.
-func Generate[R any](ctx context.Context, c *Call, send func(ctx context.Context) (R, error), reply func(R) (llm.Message, error)) (llm.Message, error) {
+// context with check among the call's middleware, and reply converts the
+// SDK's reply. check reads the body of a success response, at most
+// c.MaxBytes of it, and fails with llm.ErrInvalidResponse unless it is a
+// JSON object: the SDKs would take an empty body, or "null", as a reply.
+func Generate[R any](ctx context.Context, c *Call, send func(ctx context.Context, check Middleware) (R, error), reply func(R) (llm.Message, error)) (llm.Message, error) {
 	var out llm.Message
 	err := c.Retry.Do(ctx, func(ctx context.Context) error {
 		att := Start(ctx, c.Bounds)
 		defer att.End()
-		r, err := send(att.Context())
+		r, err := send(att.Context(), c.checkReply)
 		if err != nil {
 			return c.explain(att, err)
 		}
@@ -70,10 +98,12 @@ type Events[E any] interface {
 // Stream makes a streamed call. The request is retried under the policy
 // until its first event arrives; after that the reply has been partly
 // delivered, and a retry would repeat it. open sends the request under the
-// attempt's context; chunk converts the events of one stream (false skips
-// an event), and is made afresh for each run of the iterator, so that it
-// may keep what an event says for later ones (a message id).
-func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context) Events[E], chunk func() func(E) (llm.Chunk, bool)) iter.Seq2[llm.Chunk, error] {
+// attempt's context with check among the call's middleware, which bounds
+// the bytes read of the stream by c.MaxBytes. chunk converts the events of
+// one stream (false skips an event), and is made afresh for each run of
+// the iterator, so that it may keep what an event says for later ones (a
+// message id).
+func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context, check Middleware) Events[E], chunk func() func(E) (llm.Chunk, bool)) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) {
 		var (
 			events Events[E]
@@ -81,7 +111,7 @@ func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context) 
 		)
 		err := c.Retry.Do(ctx, func(ctx context.Context) error {
 			att = Start(ctx, c.Bounds)
-			s := open(att.Context())
+			s := open(att.Context(), c.checkStream)
 			if s.Next() {
 				events = s
 				return nil
@@ -117,4 +147,81 @@ func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context) 
 // be built.
 func Failed(err error) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) { yield(llm.Chunk{}, err) }
+}
+
+// checkReply is Generate's middleware: see there.
+func (c *Call) checkReply(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	res, err := next(req)
+	if err != nil || res == nil || res.StatusCode >= 300 {
+		// Error statuses are CheckMiddleware's.
+		return res, err
+	}
+	body, err := io.ReadAll(c.limit(res.Body))
+	_ = res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		what := "empty"
+		if len(t) > 0 {
+			what = "not a JSON object: " + clip(t)
+		}
+		return nil, fmt.Errorf("%w: %s: the body of a success response (HTTP %d) is %s", llm.ErrInvalidResponse, c.Provider, res.StatusCode, what)
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res, nil
+}
+
+// checkStream is Stream's middleware: see there.
+func (c *Call) checkStream(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.StatusCode < 300 {
+		res.Body = c.limit(res.Body)
+	}
+	return res, err
+}
+
+// limit returns body bounded by c.MaxBytes: reading past the bound fails
+// with llm.ErrInvalidResponse.
+func (c *Call) limit(body io.ReadCloser) io.ReadCloser {
+	if c.MaxBytes <= 0 {
+		return body
+	}
+	return &limitedBody{ReadCloser: body, left: c.MaxBytes, max: c.MaxBytes, provider: c.Provider}
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left, max int64
+	provider  string
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly max bytes from a longer one.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: %s: the response is larger than %d bytes (the provider's MaxResponseBytes)", llm.ErrInvalidResponse, b.provider, b.max)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// clip shortens a body for an error message.
+func clip(b []byte) string {
+	const n = 200
+	if len(b) <= n {
+		return string(b)
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	return string(b[:i]) + "..."
 }

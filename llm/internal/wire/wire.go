@@ -3,6 +3,7 @@
 package wire
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,8 +104,12 @@ func (a *Attempt) Err(provider string, err error) error {
 		return fmt.Errorf("%w: %s: the stream sent nothing for %s", llm.ErrStreamIdleTimeout, provider, a.bounds.StreamIdle)
 	}
 	var ae *llm.APIError
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) || errors.Is(err, llm.ErrInvalidResponse) {
 		return err
+	}
+	if errors.Is(err, bufio.ErrTooLong) {
+		// The SDKs' bound on a line of a stream (32 MiB).
+		return fmt.Errorf("%w: %s: a line of the stream is too long: %w", llm.ErrInvalidResponse, provider, err)
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" && op.Timeout() {
@@ -179,10 +184,7 @@ func APIError(provider string, status int, header http.Header, body string, requ
 			e.Type = code
 		}
 	} else if len(body) > 0 {
-		e.Message = body
-		if len(e.Message) > 200 {
-			e.Message = e.Message[:200] + "..."
-		}
+		e.Message = clip([]byte(body))
 	}
 	if header != nil {
 		if d, ok := llm.ParseRetryAfter(header, time.Now()); ok {
