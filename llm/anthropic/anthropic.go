@@ -396,19 +396,33 @@ func usage(input, cacheRead, cacheWrite, output int64) *llm.Usage {
 	return u
 }
 
-// newEventDecoder returns the converter of one stream's events: each
-// chunk carries the message id that message_start gave.
-func newEventDecoder() func(sdk.MessageStreamEventUnion) (llm.Chunk, bool) {
-	var id string
-	return func(ev sdk.MessageStreamEventUnion) (llm.Chunk, bool) {
-		if ev.Type == "message_start" {
-			id = ev.Message.ID
-		}
-		c, ok := fromEvent(ev)
-		c.ID = id
-		return c, ok
-	}
+// eventDecoder converts the events of one stream: each chunk carries the
+// message id that message_start gave, and the reply ends with a stop
+// reason (message_delta) or message_stop.
+type eventDecoder struct {
+	id    string
+	ended bool
 }
+
+func newEventDecoder() wire.Decoder[sdk.MessageStreamEventUnion] { return &eventDecoder{} }
+
+// Chunk implements wire.Decoder.
+func (d *eventDecoder) Chunk(ev sdk.MessageStreamEventUnion) (llm.Chunk, bool) {
+	switch ev.Type {
+	case "message_start":
+		d.id = ev.Message.ID
+	case "message_stop":
+		d.ended = true
+	case "message_delta":
+		d.ended = d.ended || ev.Delta.StopReason != ""
+	}
+	c, ok := fromEvent(ev)
+	c.ID = d.id
+	return c, ok
+}
+
+// Ended implements wire.Decoder.
+func (d *eventDecoder) Ended() bool { return d.ended }
 
 // fromEvent converts a stream event. Usage comes in two parts that add up:
 // input tokens with message_start, output tokens (a running total, of

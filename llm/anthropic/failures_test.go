@@ -83,3 +83,30 @@ func TestEndlessBody(t *testing.T) {
 		})
 	}
 }
+
+// A stream that closes before the reply's end (a dropped proxy connection
+// that closes cleanly) is an error matching llm.ErrInvalidResponse, after
+// the chunks that did arrive: never a cut-short reply taken as whole.
+func TestStreamCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []wiretest.Event
+		chunks int
+	}{
+		{"mid-reply", textStream[:4], 3},
+		// The reply's start and nothing after it.
+		{"only the start", textStream[:1], 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wiretest.New(t, wiretest.SSE(false, tc.events...))
+			m := newModel(t, s, nil)
+			got, chunks, err := collect(m, []llm.Message{llm.Human("hi")})
+			if !errors.Is(err, llm.ErrInvalidResponse) || !strings.Contains(err.Error(), "anthropic") {
+				t.Errorf("err = %v (message %+v), want ErrInvalidResponse naming anthropic", err, got)
+			}
+			if len(chunks) != tc.chunks {
+				t.Errorf("%d chunks before the error, want %d", len(chunks), tc.chunks)
+			}
+		})
+	}
+}

@@ -120,3 +120,30 @@ func TestEndlessBody(t *testing.T) {
 		})
 	}
 }
+
+// A stream that closes before the reply's end (a dropped proxy connection
+// that closes cleanly) is an error matching llm.ErrInvalidResponse, after
+// the chunks that did arrive: never a cut-short reply taken as whole.
+func TestStreamCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []wiretest.Event
+		chunks int
+	}{
+		{"mid-reply", plainStream[:3], 3},
+		// Events that are JSON but say nothing, then the end marker.
+		{"no reply", []wiretest.Event{{Data: "{}"}, {Data: "[DONE]"}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wiretest.New(t, wiretest.SSE(false, tc.events...))
+			m := newModel(t, s, nil)
+			got, chunks, err := collect(t, m, []llm.Message{llm.Human("hi")})
+			if !errors.Is(err, llm.ErrInvalidResponse) || !strings.Contains(err.Error(), "openai") {
+				t.Errorf("err = %v (message %+v), want ErrInvalidResponse naming openai", err, got)
+			}
+			if len(chunks) != tc.chunks {
+				t.Errorf("%d chunks before the error, want %d", len(chunks), tc.chunks)
+			}
+		})
+	}
+}

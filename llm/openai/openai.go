@@ -154,7 +154,7 @@ func (m *Model) Stream(ctx context.Context, msgs []llm.Message, opts ...llm.Call
 	}
 	return wire.Stream(ctx, &m.call, func(ctx context.Context, check wire.Middleware) wire.Events[sdk.ChatCompletionChunk] {
 		return m.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(check))
-	}, func() func(sdk.ChatCompletionChunk) (llm.Chunk, bool) { return m.fromChunk })
+	}, func() wire.Decoder[sdk.ChatCompletionChunk] { return &chunkDecoder{m: m} })
 }
 
 // explain maps an SDK error to weft's: API errors (already *llm.APIError
@@ -334,6 +334,25 @@ func (m *Model) fromCompletion(c *sdk.ChatCompletion) (llm.Message, error) {
 	msg.ResponseMetadata = metadata(c.Model, ch.FinishReason)
 	return msg, nil
 }
+
+// chunkDecoder converts the chunks of one stream; the reply ends with a
+// chunk that gives a finish reason.
+type chunkDecoder struct {
+	m     *Model
+	ended bool
+}
+
+// Chunk implements wire.Decoder.
+func (d *chunkDecoder) Chunk(c sdk.ChatCompletionChunk) (llm.Chunk, bool) {
+	out, ok := d.m.fromChunk(c)
+	if out.ResponseMetadata.FinishReason() != "" {
+		d.ended = true
+	}
+	return out, ok
+}
+
+// Ended implements wire.Decoder.
+func (d *chunkDecoder) Ended() bool { return d.ended }
 
 func (m *Model) fromChunk(c sdk.ChatCompletionChunk) (llm.Chunk, bool) {
 	if len(c.Choices) == 0 && !c.JSON.Usage.Valid() {

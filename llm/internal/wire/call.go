@@ -95,15 +95,25 @@ type Events[E any] interface {
 	Close() error
 }
 
+// Decoder converts the events of one stream into chunks; it may keep what
+// an event says for later ones (a message id).
+type Decoder[E any] interface {
+	// Chunk converts an event; ok false skips it.
+	Chunk(ev E) (c llm.Chunk, ok bool)
+	// Ended reports whether the events so far hold the reply's end (a
+	// finish reason, a stop event). A stream that closes before it was
+	// cut short, and its reply is not whole.
+	Ended() bool
+}
+
 // Stream makes a streamed call. The request is retried under the policy
 // until its first event arrives; after that the reply has been partly
 // delivered, and a retry would repeat it. open sends the request under the
 // attempt's context with check among the call's middleware, which bounds
-// the bytes read of the stream by c.MaxBytes. chunk converts the events of
-// one stream (false skips an event), and is made afresh for each run of
-// the iterator, so that it may keep what an event says for later ones (a
-// message id).
-func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context, check Middleware) Events[E], chunk func() func(E) (llm.Chunk, bool)) iter.Seq2[llm.Chunk, error] {
+// the bytes read of the stream by c.MaxBytes. newDecoder returns the
+// decoder of one stream, afresh for each run of the iterator. A stream
+// that closes before its reply's end fails with llm.ErrInvalidResponse.
+func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context, check Middleware) Events[E], newDecoder func() Decoder[E]) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) {
 		var (
 			events Events[E]
@@ -130,15 +140,18 @@ func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context, 
 		}
 		defer att.End()
 		defer events.Close()
-		convert := chunk()
+		dec := newDecoder()
 		for first := true; first || events.Next(); first = false {
 			att.Progress()
-			if c, ok := convert(events.Current()); ok && !yield(c, nil) {
+			if c, ok := dec.Chunk(events.Current()); ok && !yield(c, nil) {
 				return
 			}
 		}
-		if err := events.Err(); err != nil {
+		switch err := events.Err(); {
+		case err != nil:
 			yield(llm.Chunk{}, c.explain(att, err))
+		case !dec.Ended():
+			yield(llm.Chunk{}, fmt.Errorf("%w: %s: the stream closed before the reply's end (no finish reason or stop event): the reply is cut short", llm.ErrInvalidResponse, c.Provider))
 		}
 	}
 }
