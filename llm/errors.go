@@ -161,9 +161,10 @@ type Timeouts struct {
 	// response: the whole body of a Generate call, the first event of a
 	// stream. A timed-out attempt is retried under the retry policy.
 	FirstByte time.Duration
-	// StreamIdle bounds the gap between two events of a stream. A stream
-	// that goes quiet after it produced output is not retried: its caller
-	// has seen part of the reply.
+	// StreamIdle bounds the gap between two events of a stream: the wait
+	// for the next event, not the time the caller spends with the last
+	// chunk. A stream that goes quiet after it produced output is not
+	// retried: its caller has seen part of the reply.
 	StreamIdle time.Duration
 }
 

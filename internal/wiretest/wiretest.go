@@ -99,20 +99,43 @@ type Event struct{ Name, Data string }
 // then keeps the connection open until the client goes away.
 func SSE(hold bool, events ...Event) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		f := w.(http.Flusher)
-		for _, e := range events {
-			if e.Name != "" {
-				fmt.Fprintf(w, "event: %s\n", e.Name)
-			}
-			fmt.Fprintf(w, "data: %s\n\n", e.Data)
-			f.Flush()
-		}
+		startSSE(w)
+		writeEvents(w, events)
 		if hold {
 			<-r.Context().Done()
 		}
+	}
+}
+
+// SSEGated answers with the first n events, then waits for gate to close
+// (or the client to go away) before it sends the rest: a provider whose
+// events come as the test says.
+func SSEGated(gate <-chan struct{}, n int, events ...Event) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		startSSE(w)
+		writeEvents(w, events[:n])
+		select {
+		case <-gate:
+			writeEvents(w, events[n:])
+		case <-r.Context().Done():
+		}
+	}
+}
+
+func startSSE(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+}
+
+func writeEvents(w http.ResponseWriter, events []Event) {
+	f := w.(http.Flusher)
+	for _, e := range events {
+		if e.Name != "" {
+			fmt.Fprintf(w, "event: %s\n", e.Name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", e.Data)
+		f.Flush()
 	}
 }
 

@@ -110,3 +110,28 @@ func TestStreamCutShort(t *testing.T) {
 		})
 	}
 }
+
+// The idle bound counts the provider's silence, not the consumer's time
+// with a chunk: a consumer slower than the bound (a client behind a slow
+// link) does not fail a stream whose events came on time.
+func TestStreamIdleIgnoresSlowConsumer(t *testing.T) {
+	release := make(chan struct{})
+	// Two events, then the rest once the consumer holds a chunk.
+	s := wiretest.New(t, wiretest.SSEGated(release, 2, textStream...))
+	m := newModel(t, s, nil, func(o *anthropic.Options) { o.Timeouts.StreamIdle = 30 * time.Millisecond })
+	var text strings.Builder
+	n := 0
+	for c, err := range m.Stream(ctx, []llm.Message{llm.Human("hi")}) {
+		if err != nil {
+			t.Fatalf("after %q: %v", text.String(), err)
+		}
+		text.WriteString(c.Content)
+		if n++; n == 1 {
+			close(release)
+			time.Sleep(100 * time.Millisecond) // the consumer takes its time
+		}
+	}
+	if text.Len() == 0 {
+		t.Error("no text streamed")
+	}
+}

@@ -142,10 +142,11 @@ func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context, 
 		defer events.Close()
 		dec := newDecoder()
 		for first := true; first || events.Next(); first = false {
-			att.Progress()
+			att.Arrived()
 			if c, ok := dec.Chunk(events.Current()); ok && !yield(c, nil) {
 				return
 			}
+			att.Waiting()
 		}
 		switch err := events.Err(); {
 		case err != nil:

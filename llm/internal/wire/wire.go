@@ -26,8 +26,9 @@ var (
 
 // Attempt is the context of one attempt of a call. It is cancelled when
 // nothing arrives within the first-byte bound after the request is sent,
-// or, once something arrived (Progress), within the idle bound between
-// two events of a stream.
+// or, once something arrived, within the idle bound of the wait for the
+// next event of a stream (Waiting to Arrived): the time the consumer
+// spends with an event is not the provider's silence.
 type Attempt struct {
 	parent context.Context
 	ctx    context.Context
@@ -35,8 +36,10 @@ type Attempt struct {
 	bounds llm.Timeouts
 	mu     sync.Mutex
 	timer  *time.Timer
-	// started is set by the first Progress: the idle bound applies.
+	// started is set by the first Arrived: the idle bound applies.
 	started bool
+	// ended is set by End: no timer starts again.
+	ended bool
 }
 
 // Start starts an attempt under parent with bounds (already defaulted:
@@ -53,22 +56,29 @@ func Start(parent context.Context, bounds llm.Timeouts) *Attempt {
 // Context returns the attempt's context.
 func (a *Attempt) Context() context.Context { return a.ctx }
 
-// Progress tells that an event arrived: the idle bound restarts.
-func (a *Attempt) Progress() {
+// Arrived tells that an event arrived: the wait it ended is over.
+func (a *Attempt) Arrived() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.timer != nil {
+		a.timer.Stop()
+	}
 	if !a.started {
 		a.started = true
-		if a.timer != nil {
-			a.timer.Stop()
-			a.timer = nil
-		}
-		if a.bounds.StreamIdle > 0 && a.ctx.Err() == nil {
-			a.timer = time.AfterFunc(a.bounds.StreamIdle, func() { a.cancel(errIdle) })
-		}
-		return
+		a.timer = nil // the first-byte timer, whose cause is another
 	}
-	if a.timer != nil {
+}
+
+// Waiting tells that the next event of the stream is awaited: the idle
+// bound runs until it arrives.
+func (a *Attempt) Waiting() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case !a.started || a.ended || a.bounds.StreamIdle <= 0:
+	case a.timer == nil:
+		a.timer = time.AfterFunc(a.bounds.StreamIdle, func() { a.cancel(errIdle) })
+	default:
 		a.timer.Reset(a.bounds.StreamIdle)
 	}
 }
@@ -76,6 +86,7 @@ func (a *Attempt) Progress() {
 // End stops the timer and cancels the context.
 func (a *Attempt) End() {
 	a.mu.Lock()
+	a.ended = true
 	if a.timer != nil {
 		a.timer.Stop()
 		a.timer = nil
