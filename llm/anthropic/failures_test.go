@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,28 @@ func TestStreamIdleIgnoresSlowConsumer(t *testing.T) {
 	}
 	if text.Len() == 0 {
 		t.Error("no text streamed")
+	}
+}
+
+// A consumer that stops early releases the connection: the server sees the
+// client go, though it would have held the stream open.
+func TestStreamStoppedEarlyReleasesConnection(t *testing.T) {
+	gone := make(chan struct{})
+	s := wiretest.New(t, func(w http.ResponseWriter, r *http.Request) {
+		wiretest.SSE(true, textStream[:3]...)(w, r)
+		close(gone)
+	})
+	m := newModel(t, s, nil)
+	for _, err := range m.Stream(ctx, []llm.Message{llm.Human("hi")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	select {
+	case <-gone:
+	case <-time.After(30 * time.Second): // a guard against a hung test, not a measure
+		s.CloseClientConnections()
+		t.Fatal("the server still holds the stream: the response body was not closed")
 	}
 }
