@@ -5,6 +5,7 @@
 package wiretest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -156,6 +157,24 @@ func Endless(contentType, prefix string) http.HandlerFunc {
 			}
 		}
 	}
+}
+
+// Answer is a transport that answers every request with status 200, its
+// content type and body, without a network: for fuzzing what a client
+// makes of a body.
+type Answer struct {
+	ContentType string
+	Body        []byte
+}
+
+// RoundTrip implements http.RoundTripper.
+func (a Answer) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {a.ContentType}},
+		Body:    io.NopCloser(bytes.NewReader(a.Body)),
+		Request: req,
+	}, nil
 }
 
 // Hang never answers; it returns when the client goes away.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -118,15 +120,23 @@ func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context, 
 		var (
 			events Events[E]
 			att    *Attempt
+			b      *body
 		)
 		err := c.Retry.Do(ctx, func(ctx context.Context) error {
-			att = Start(ctx, c.Bounds)
-			s := open(att.Context(), c.checkStream)
+			att, b = Start(ctx, c.Bounds), nil
+			s := open(att.Context(), func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+				res, err := next(req)
+				if err == nil && res.StatusCode < 300 {
+					b = c.body(res.Body)
+					res.Body = b
+				}
+				return res, err
+			})
 			if s.Next() {
 				events = s
 				return nil
 			}
-			err := c.explain(att, s.Err())
+			err := c.streamErr(att, b, s.Err())
 			if err == nil {
 				err = EmptyStream(c.Provider)
 			}
@@ -150,7 +160,7 @@ func Stream[E any](ctx context.Context, c *Call, open func(ctx context.Context, 
 		}
 		switch err := events.Err(); {
 		case err != nil:
-			yield(llm.Chunk{}, c.explain(att, err))
+			yield(llm.Chunk{}, c.streamErr(att, b, err))
 		case !dec.Ended():
 			yield(llm.Chunk{}, fmt.Errorf("%w: %s: the stream closed before the reply's end (no finish reason or stop event): the reply is cut short", llm.ErrInvalidResponse, c.Provider))
 		}
@@ -163,68 +173,86 @@ func Failed(err error) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) { yield(llm.Chunk{}, err) }
 }
 
+// streamErr explains err, an error of a stream whose body is b (nil when
+// the response was an error): an error that is neither the body's, nor
+// the attempt's end, nor an error the provider sent is an event that did
+// not decode, which is an invalid response.
+func (c *Call) streamErr(att *Attempt, b *body, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := c.explain(att, err)
+	var ae *llm.APIError
+	if b == nil || b.failed.Load() || att.Context().Err() != nil || errors.As(e, &ae) || errors.Is(e, llm.ErrInvalidResponse) {
+		return e
+	}
+	return fmt.Errorf("%w: %s: an event of the stream does not decode: %w", llm.ErrInvalidResponse, c.Provider, err)
+}
+
 // checkReply is Generate's middleware: see there.
 func (c *Call) checkReply(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	res, err := next(req)
-	if err != nil || res == nil || res.StatusCode >= 300 {
+	if err != nil || res.StatusCode >= 300 {
 		// Error statuses are CheckMiddleware's.
 		return res, err
 	}
-	body, err := io.ReadAll(c.limit(res.Body))
+	data, err := io.ReadAll(c.body(res.Body))
 	_ = res.Body.Close()
 	if err != nil {
 		return nil, err
 	}
-	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		what := "empty"
 		if len(t) > 0 {
 			what = "not a JSON object: " + clip(t)
 		}
 		return nil, fmt.Errorf("%w: %s: the body of a success response (HTTP %d) is %s", llm.ErrInvalidResponse, c.Provider, res.StatusCode, what)
 	}
-	res.Body = io.NopCloser(bytes.NewReader(body))
+	res.Body = io.NopCloser(bytes.NewReader(data))
 	return res, nil
 }
 
-// checkStream is Stream's middleware: see there.
-func (c *Call) checkStream(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	res, err := next(req)
-	if err == nil && res != nil && res.StatusCode < 300 {
-		res.Body = c.limit(res.Body)
-	}
-	return res, err
+// body returns rc bounded by c.MaxBytes.
+func (c *Call) body(rc io.ReadCloser) *body {
+	return &body{ReadCloser: rc, max: c.MaxBytes, provider: c.Provider}
 }
 
-// limit returns body bounded by c.MaxBytes: reading past the bound fails
-// with llm.ErrInvalidResponse.
-func (c *Call) limit(body io.ReadCloser) io.ReadCloser {
-	if c.MaxBytes <= 0 {
-		return body
-	}
-	return &limitedBody{ReadCloser: body, left: c.MaxBytes, max: c.MaxBytes, provider: c.Provider}
-}
-
-type limitedBody struct {
+// body is a response body whose reads are bounded by max (zero: none),
+// past which they fail with llm.ErrInvalidResponse, and which remembers a
+// failed read, so that an error of the SDK's decoding after it tells a
+// body that broke from one that did not decode.
+type body struct {
 	io.ReadCloser
-	left, max int64
+	read, max int64
 	provider  string
+	failed    atomic.Bool
 }
 
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells a body of exactly max bytes from a longer one.
-		var one [1]byte
-		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
-			return 0, err
+func (b *body) Read(p []byte) (int, error) {
+	if b.max > 0 {
+		if b.read >= b.max {
+			// One byte more tells a body of exactly max bytes from a
+			// longer one.
+			var one [1]byte
+			if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+				return 0, b.note(err)
+			}
+			return 0, fmt.Errorf("%w: %s: the response is larger than %d bytes (the provider's MaxResponseBytes)", llm.ErrInvalidResponse, b.provider, b.max)
 		}
-		return 0, fmt.Errorf("%w: %s: the response is larger than %d bytes (the provider's MaxResponseBytes)", llm.ErrInvalidResponse, b.provider, b.max)
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
+		if int64(len(p)) > b.max-b.read {
+			p = p[:b.max-b.read]
+		}
 	}
 	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
+	b.read += int64(n)
+	return n, b.note(err)
+}
+
+func (b *body) note(err error) error {
+	if err != nil && err != io.EOF {
+		b.failed.Store(true)
+	}
+	return err
 }
 
 // clip shortens a body for an error message.
