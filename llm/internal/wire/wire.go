@@ -1,5 +1,7 @@
-// Package wire holds what the HTTP providers share: per-attempt timeouts
-// and the mapping of error responses to *llm.APIError.
+// Package wire holds what the HTTP providers share: the retry loops of a
+// call and of a stream (Generate, Stream), per-attempt timeouts, the checks
+// of a success response's body, and the mapping of error responses to
+// *llm.APIError.
 package wire
 
 import (
