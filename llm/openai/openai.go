@@ -261,7 +261,9 @@ func toParams(msgs []llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error)
 			out = append(out, p)
 		case llm.TypeAI:
 			var a sdk.ChatCompletionAssistantMessageParam
-			if text := m.Text(); text != "" {
+			if text := m.Text(); text != "" || len(m.ToolCalls)+len(m.InvalidToolCalls) == 0 {
+				// Content is required without tool calls, even empty: an
+				// empty answer in the history would fail every later call.
 				a.Content.OfString = sdk.String(text)
 			}
 			if m.Name != "" {

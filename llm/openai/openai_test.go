@@ -243,6 +243,11 @@ func TestConversationEncoding(t *testing.T) {
 		{Type: llm.TypeAI, InvalidToolCalls: []llm.InvalidToolCall{{ID: "call_bad", Name: "book", Args: `{"x":`}}},
 		llm.ToolError("call_bad", "book", "arguments are not valid JSON"),
 		llm.HumanParts(llm.TextPart("and this?"), llm.Part{Type: llm.PartImage, ImageURL: "https://example.com/a.png", Detail: "low"}, llm.ImageDataPart("image/png", "AAAA")),
+		// An empty answer (a model that said nothing) is sent with empty
+		// content: the API requires content when there are no tool calls,
+		// and refuses the whole conversation without it.
+		llm.AI(""),
+		llm.Human("hello?"),
 	}
 	if _, err := newModel(t, s, nil).Generate(ctx, msgs); err != nil {
 		t.Fatal(err)
@@ -263,6 +268,8 @@ func TestConversationEncoding(t *testing.T) {
 			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "https://example.com/a.png", "detail": "low"}},
 			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}},
 		}},
+		map[string]any{"role": "assistant", "content": ""},
+		map[string]any{"role": "user", "content": "hello?"},
 	}
 	if d := cmp.Diff(want, s.Requests()[0].Body["messages"]); d != "" {
 		t.Errorf("messages (-want +got):\n%s", d)
