@@ -264,14 +264,15 @@ func (a *agent) ask(ctx context.Context, msgs []llm.Message, prompt string, forc
 			conv = append(conv, llm.Human(`You have used all your steps. Reply now with {"thought": ..., "action": "FINISH", "action_input": {"answer": ...}}, answering from what you know.`))
 		}
 	default:
-		conv = msgs
+		conv = answerCalls(msgs)
 		if prompt != "" || forced {
 			// Copy only when something is added: the history is long.
-			conv = make([]llm.Message, 0, len(msgs)+2)
+			hist := conv
+			conv = make([]llm.Message, 0, len(hist)+2)
 			if prompt != "" {
 				conv = append(conv, llm.System(prompt))
 			}
-			conv = append(conv, msgs...)
+			conv = append(conv, hist...)
 		}
 		if forced {
 			conv = append(conv, llm.Human("You have used all your steps. Answer now from what you know, without calling tools."))
@@ -287,6 +288,55 @@ func (a *agent) ask(ctx context.Context, msgs []llm.Message, prompt string, forc
 		return OwnID(m), nil
 	}
 	return StreamReply(ctx, ids.Random(), model.Stream(ctx, conv))
+}
+
+// interruptedCall is the answer to a call whose result the thread lacks.
+const interruptedCall = "error interrupted: the run stopped before this call's result was recorded; whether it took effect is unknown"
+
+// answerCalls returns msgs with an error answer after every tool call that
+// has none: a call of a turn stopped while its tools ran (a cancelled
+// run). Providers refuse a conversation with a call left unanswered, so
+// without one the thread could not go on. msgs itself is returned when
+// every call is answered (the usual case: no copy of a long history).
+func answerCalls(msgs []llm.Message) []llm.Message {
+	var out []llm.Message // nil until an answer is missing
+	for i := 0; i < len(msgs); {
+		m := msgs[i]
+		j := i + 1
+		if m.Type != llm.TypeAI || len(m.ToolCalls)+len(m.InvalidToolCalls) == 0 {
+			if out != nil {
+				out = append(out, m)
+			}
+			i = j
+			continue
+		}
+		answered := map[string]bool{}
+		for ; j < len(msgs) && msgs[j].Type == llm.TypeTool; j++ {
+			answered[msgs[j].ToolCallID] = true
+		}
+		var missing []llm.Message
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				missing = append(missing, llm.ToolError(c.ID, c.Name, interruptedCall))
+			}
+		}
+		for _, c := range m.InvalidToolCalls {
+			if !answered[c.ID] {
+				missing = append(missing, llm.ToolError(c.ID, c.Name, interruptedCall))
+			}
+		}
+		if missing != nil && out == nil {
+			out = append(make([]llm.Message, 0, len(msgs)+len(missing)), msgs[:i]...)
+		}
+		if out != nil {
+			out = append(append(out, msgs[i:j]...), missing...)
+		}
+		i = j
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // finish marks reply as the turn's final answer.

@@ -631,3 +631,59 @@ func TestAddToHosted(t *testing.T) {
 		}
 	}
 }
+
+// A turn stopped while its tools ran (the run was cancelled: Ctrl-C, a
+// deadline) leaves an AI message whose calls have no results. The next
+// turn on the thread must still reach the model: every call the model is
+// shown has its answer before the next message, as both providers require
+// (they refuse the whole conversation otherwise, so the thread could never
+// go on). The calls without results are answered as not run.
+func TestNextTurnAfterInterruptedTools(t *testing.T) {
+	started := make(chan struct{})
+	reg, err := tool.NewRegistry(tool.New("book", "Books a session.", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := scripted.New(
+		llm.AI("", llm.ToolCall{ID: "call_book", Name: "book", Args: json.RawMessage(`{}`)}),
+		llm.AI("Hello again."),
+	)
+	g, err := react.New(model, reg, react.Options{Checkpointer: checkpoint.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := graph.RunOptions{ThreadID: "t"}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	if _, err := react.Run(ctx, g, "book a session", &opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first turn: err = %v, want context.Canceled", err)
+	}
+	out, err := react.Run(context.Background(), g, "hello?", &opts)
+	if err != nil || out.Answer != "Hello again." {
+		t.Fatalf("second turn: %+v, %v", out, err)
+	}
+	reqs := model.Requests()
+	sent := reqs[len(reqs)-1].Messages
+	unanswered := map[string]bool{}
+	for i, m := range sent {
+		switch m.Type {
+		case llm.TypeAI:
+			for _, c := range m.ToolCalls {
+				unanswered[c.ID] = true
+			}
+		case llm.TypeTool:
+			if !unanswered[m.ToolCallID] || !m.IsError() {
+				t.Errorf("message %d answers call %q, which is not awaiting an answer, or not as an error: %+v", i, m.ToolCallID, m)
+			}
+			delete(unanswered, m.ToolCallID)
+		default:
+			if len(unanswered) > 0 {
+				t.Errorf("message %d (%s) follows calls without results %v: %+v", i, m.Type, unanswered, sent)
+			}
+		}
+	}
+}
