@@ -98,21 +98,22 @@ func (e *APIError) Unwrap() error { return e.Err }
 
 // Is reports whether target is the sentinel of e's status.
 func (e *APIError) Is(target error) bool {
+	status := e.status()
 	switch target {
 	case ErrBadRequest:
-		return e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusUnprocessableEntity
+		return status == http.StatusBadRequest || status == http.StatusUnprocessableEntity
 	case ErrAuthentication:
-		return e.StatusCode == http.StatusUnauthorized
+		return status == http.StatusUnauthorized
 	case ErrPermission:
-		return e.StatusCode == http.StatusForbidden
+		return status == http.StatusForbidden
 	case ErrNotFound:
-		return e.StatusCode == http.StatusNotFound
+		return status == http.StatusNotFound
 	case ErrRateLimit:
-		return e.StatusCode == http.StatusTooManyRequests
+		return status == http.StatusTooManyRequests
 	case ErrServer:
-		return e.StatusCode >= 500 || (e.StatusCode == 0 && e.Type == "overloaded_error")
+		return status >= 500
 	case ErrTimeout:
-		return e.StatusCode == http.StatusRequestTimeout
+		return status == http.StatusRequestTimeout
 	}
 	return false
 }
@@ -120,15 +121,33 @@ func (e *APIError) Is(target error) bool {
 // Retryable reports whether the same request may succeed later: a timeout,
 // a conflict, a rate limit or a server error.
 func (e *APIError) Retryable() bool {
-	switch {
-	case e.StatusCode == http.StatusRequestTimeout, e.StatusCode == http.StatusConflict,
-		e.StatusCode == http.StatusTooManyRequests, e.StatusCode >= 500:
-		return true
-	case e.StatusCode == 0:
-		// An error event that opens a stream.
-		return e.Type == "overloaded_error" || e.Type == "api_error"
+	status := e.status()
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// eventStatus is the HTTP status each error type stands for in an error
+// event of a stream, which has none of its own (Anthropic's types, and
+// OpenAI's for the server and rate limits).
+var eventStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"authentication_error":  http.StatusUnauthorized,
+	"permission_error":      http.StatusForbidden,
+	"not_found_error":       http.StatusNotFound,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"rate_limit_exceeded":   http.StatusTooManyRequests,
+	"api_error":             http.StatusInternalServerError,
+	"server_error":          http.StatusInternalServerError,
+	"overloaded_error":      529,
+}
+
+// status is e's HTTP status, or for an error event the status its type
+// stands for (zero if unknown).
+func (e *APIError) status() int {
+	if e.StatusCode != 0 {
+		return e.StatusCode
 	}
-	return false
+	return eventStatus[e.Type]
 }
 
 // ConfigError reports a provider that lacks a setting (an API key, an

@@ -171,6 +171,38 @@ func TestAPIErrorSentinels(t *testing.T) {
 	}
 }
 
+// An error event inside a stream has no HTTP status of its own (the
+// stream's was 200); its type says what the status would have been, so it
+// matches the same sentinel and is retried alike.
+func TestAPIErrorEventSentinels(t *testing.T) {
+	for _, tc := range []struct {
+		typ       string
+		want      error
+		retryable bool
+	}{
+		{"overloaded_error", llm.ErrServer, true},
+		{"api_error", llm.ErrServer, true},
+		{"server_error", llm.ErrServer, true},
+		{"rate_limit_error", llm.ErrRateLimit, true},
+		{"rate_limit_exceeded", llm.ErrRateLimit, true},
+		{"invalid_request_error", llm.ErrBadRequest, false},
+		{"authentication_error", llm.ErrAuthentication, false},
+		{"permission_error", llm.ErrPermission, false},
+		{"not_found_error", llm.ErrNotFound, false},
+		{"something_new", nil, false},
+	} {
+		err := fmt.Errorf("wrapped: %w", &llm.APIError{Provider: "anthropic", Type: tc.typ, Message: "m"})
+		for _, sentinel := range []error{llm.ErrServer, llm.ErrRateLimit, llm.ErrBadRequest, llm.ErrAuthentication, llm.ErrPermission, llm.ErrNotFound, llm.ErrTimeout} {
+			if errors.Is(err, sentinel) != (sentinel == tc.want) {
+				t.Errorf("event of type %s: matches %v: %v, want %v", tc.typ, sentinel, errors.Is(err, sentinel), sentinel == tc.want)
+			}
+		}
+		if llm.Retryable(err) != tc.retryable {
+			t.Errorf("event of type %s: retryable %v, want %v", tc.typ, !tc.retryable, tc.retryable)
+		}
+	}
+}
+
 // Every retry is told before its wait, with the failed attempt's error, so
 // a slow failing provider is never retried in silence; by default the
 // warning goes to slog.
