@@ -11,50 +11,10 @@ import (
 	"github.com/weftlabs/weft/agent/router"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/providertest"
 	"github.com/weftlabs/weft/internal/wiretest"
 	"github.com/weftlabs/weft/llm"
-	"github.com/weftlabs/weft/llm/anthropic"
-	"github.com/weftlabs/weft/llm/openai"
 )
-
-// provider is a model provider as these tests drive it: how to open a model
-// on a test server, and a stream of its wire format that closes mid-reply.
-type provider struct {
-	name     string
-	open     func(t *testing.T, url string) llm.ChatModel
-	cutShort []wiretest.Event
-}
-
-var providers = []provider{
-	{
-		name: "openai",
-		open: func(t *testing.T, url string) llm.ChatModel {
-			m, err := openai.New(openai.Options{Model: "gpt-4o-mini", APIKey: "k", BaseURL: url + "/v1/", Retry: llm.RetryPolicy{MaxRetries: -1}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		},
-		cutShort: []wiretest.Event{
-			{Data: `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`},
-		},
-	},
-	{
-		name: "anthropic",
-		open: func(t *testing.T, url string) llm.ChatModel {
-			m, err := anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5", APIKey: "k", BaseURL: url, Retry: llm.RetryPolicy{MaxRetries: -1}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		},
-		cutShort: []wiretest.Event{
-			{Name: "message_start", Data: `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":1}}}`},
-			{Name: "content_block_start", Data: `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
-			{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`},
-		},
-	},
-}
 
 // Every way a provider can fail a turn is told the same way on every path
 // a turn takes: both providers, the chat route and the agent's, streamed
@@ -75,7 +35,7 @@ func TestModelFailuresOnEveryPath(t *testing.T) {
 		{"agent-json", "any job?", react.Options{Mode: react.JSONFormat}},
 		{"agent-json-generate", "any job?", react.Options{Mode: react.JSONFormat, NoStream: true}},
 	}
-	for _, p := range providers {
+	for _, p := range []providertest.Provider{providertest.OpenAI(), providertest.Anthropic()} {
 		failures := []struct {
 			name    string
 			handler http.HandlerFunc
@@ -84,21 +44,20 @@ func TestModelFailuresOnEveryPath(t *testing.T) {
 			{"401", wiretest.JSON(401, `{"error":{"message":"Incorrect API key provided","type":"authentication_error"}}`), "HTTP 401"},
 			{"garbage 200", wiretest.JSON(200, `{not json at all`), llm.ErrInvalidResponse.Error()},
 			{"null 200", wiretest.JSON(200, `null`), llm.ErrInvalidResponse.Error()},
-			{"cut short", wiretest.SSE(false, p.cutShort...), llm.ErrInvalidResponse.Error()},
+			{"cut short", wiretest.SSE(false, p.CutShort...), llm.ErrInvalidResponse.Error()},
 		}
 		for _, f := range failures {
 			for _, pa := range paths {
-				t.Run(fmt.Sprintf("%s/%s/%s", p.name, f.name, pa.name), func(t *testing.T) {
-					s := wiretest.New(t, f.handler)
-					model := p.open(t, s.URL)
+				t.Run(fmt.Sprintf("%s/%s/%s", p.Name, f.name, pa.name), func(t *testing.T) {
+					model := p.Model(t, wiretest.New(t, f.handler), providertest.Settings{Retry: llm.RetryPolicy{MaxRetries: -1}})
 					r := graphRouter(t, model, model, checkpoint.NewMemory(), router.Options{}, pa.agent)
 					_, err := collectRun(t.Context(), r.Graph(), router.Input(pa.question), &graph.RunOptions{ThreadID: "t"})
 					var te *react.TurnError
 					if !errors.As(err, &te) || !errors.Is(err, react.ErrModelFailed) {
 						t.Fatalf("err = %v, want a *react.TurnError matching ErrModelFailed", err)
 					}
-					if !strings.Contains(te.Cause, f.cause) || !strings.Contains(te.Cause, p.name) {
-						t.Errorf("cause %q, want one naming %s and %q", te.Cause, p.name, f.cause)
+					if !strings.Contains(te.Cause, f.cause) || !strings.Contains(te.Cause, p.Name) {
+						t.Errorf("cause %q, want one naming %s and %q", te.Cause, p.Name, f.cause)
 					}
 					snap, err := r.Graph().GetState(t.Context(), checkpoint.Config{ThreadID: "t"}, nil)
 					if err != nil {
