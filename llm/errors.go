@@ -39,7 +39,9 @@ var (
 	// within the idle bound (Timeouts.StreamIdle).
 	ErrStreamIdleTimeout = fmt.Errorf("%w between stream events (Timeouts.StreamIdle)", ErrTimeout)
 	// ErrInvalidResponse: the provider answered with success but its body
-	// is not a reply: not JSON, empty, or a stream without any event.
+	// is not a reply: not a JSON object, empty, larger than the provider's
+	// MaxResponseBytes, a stream without any event, a stream event that
+	// does not decode, or a stream that closed before its reply's end.
 	ErrInvalidResponse = errors.New("llm: invalid response")
 	// ErrMissingConfig: a provider lacks an API key or an endpoint; see
 	// *ConfigError.
