@@ -5,11 +5,12 @@
 //
 // A script is a list of AI messages, in Go or in YAML:
 //
-//   - content: "Let me look that up."
-//     tool_calls:
-//   - name: search_jobs
-//     args: {query: "UX designer"}
-//   - content: "Here is what I found: ..."
+//	# a tool call, then the answer
+//	- content: "Let me look that up."
+//	  tool_calls:
+//	    - name: search_jobs
+//	      args: {query: "UX designer"}
+//	- content: "Here is what I found: ..."
 //
 // or, to set options, a mapping:
 //

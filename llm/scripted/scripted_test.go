@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"strings"
 	"sync"
 	"testing"
@@ -229,5 +231,29 @@ func TestWords(t *testing.T) {
 		if got := strings.Join(scripted.Words(s), ""); got != s {
 			t.Errorf("Words(%q) joins to %q", s, got)
 		}
+	}
+}
+
+// The script in the package documentation parses, as it is written there,
+// into its two replies.
+func TestPackageDocScript(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "scripted.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(f.Doc.Text(), "in YAML:\n\n")
+	var script strings.Builder
+	for line := range strings.Lines(rest) {
+		if !strings.HasPrefix(line, "\t") {
+			break
+		}
+		script.WriteString(strings.TrimPrefix(line, "\t"))
+	}
+	m, err := scripted.Parse([]byte(script.String()))
+	if err != nil {
+		t.Fatalf("the documented script %q: %v", script.String(), err)
+	}
+	if n := m.Remaining(); n != 2 {
+		t.Errorf("the documented script has %d responses, want 2", n)
 	}
 }
