@@ -599,6 +599,10 @@ func (s *server) serve(ctx context.Context, cs *mcp.ClientSession) error {
 			<-ended
 			return nil
 		case err := <-ended:
+			// The session ended by itself, but what it started (the
+			// SDK's subscription listener, keep-alives) stops only
+			// when it is closed.
+			cs.Close()
 			if err == nil {
 				err = errors.New("the server closed the connection")
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/weftlabs/weft/tool"
 	wmcp "github.com/weftlabs/weft/tool/mcp"
@@ -175,6 +176,29 @@ func TestServerDiesAndComesBack(t *testing.T) {
 	if changes := rec.all(); len(changes) != 1 {
 		t.Errorf("changes: %v", changes)
 	}
+}
+
+// A server that dies on its own, with no call under way, ends its session;
+// the manager closes it, so nothing of it is left running once the manager
+// is closed (the SDK stops a session's subscription listener only on
+// Close).
+func TestDeadSessionLeavesNothingRunning(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	down := filepath.Join(t.TempDir(), "down")
+	m, err := wmcp.Start(context.Background(), &wmcp.Config{Servers: map[string]wmcp.ServerConfig{
+		"t": stdioServer(map[string]string{downEnv: down, lifetimeEnv: "300ms"}),
+	}}, testOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(down, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the server to die and fail to restart", func() bool {
+		st := m.Servers()[0]
+		return st.State == wmcp.StateUnavailable && st.Err != nil && strings.Contains(st.Err.Error(), "down for the test")
+	})
+	m.Close()
 }
 
 // Tools added, changed and removed on a running server are noticed through

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/weftlabs/weft/tool"
 	wmcp "github.com/weftlabs/weft/tool/mcp"
@@ -27,6 +28,9 @@ import (
 const (
 	serverEnv = "WEFT_MCP_TEST_SERVER"
 	downEnv   = "WEFT_MCP_TEST_DOWN"
+	// lifetimeEnv makes the server exit on its own after this long (a
+	// time.ParseDuration string), with no call that asked it to.
+	lifetimeEnv = "WEFT_MCP_TEST_LIFETIME"
 )
 
 func TestMain(m *testing.M) {
@@ -35,6 +39,14 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	stopShared()
+	// A manager's Close must stop every goroutine it started: its
+	// servers' reconnect loops, sessions and the file watcher.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -44,6 +56,13 @@ func serveStdio() int {
 			fmt.Fprintln(os.Stderr, "test server: down for the test")
 			return 1
 		}
+	}
+	if d, err := time.ParseDuration(os.Getenv(lifetimeEnv)); err == nil {
+		go func() {
+			time.Sleep(d)
+			fmt.Fprintln(os.Stderr, "test server: lifetime over")
+			os.Exit(4)
+		}()
 	}
 	s := newServer(nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "exit", Description: "Stops the server."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
