@@ -213,18 +213,22 @@ func (m *Manager) Reload(cfg *Config) error {
 		}
 	}
 	m.mu.Unlock()
-	// Stopped servers hand their tools to their successors, or remove them.
+	// Stopped servers hand their tools to their successors, or remove them
+	// (a server now disabled has no successor to hand them to).
 	for _, s := range stop {
 		s.stop()
 		m.mu.Lock()
 		sc, stays := cfg.Servers[s.name]
 		if stays && !m.closed {
 			m.opts.Logger.Info("mcp: restarting server with its new configuration", "server", s.name)
-			m.startLocked(s.name, sc, s)
+			next := m.startLocked(s.name, sc, s)
 			m.mu.Unlock()
-			continue
+			if next != nil {
+				continue
+			}
+		} else {
+			m.mu.Unlock()
 		}
-		m.mu.Unlock()
 		if !stays {
 			m.opts.Logger.Info("mcp: server removed from the configuration", "server", s.name)
 		}
@@ -244,8 +248,11 @@ func (m *Manager) Reload(cfg *Config) error {
 	return nil
 }
 
-// startLocked starts the server name (m.mu held) unless it is disabled;
-// prev, a stopped server of the same name, hands over its tools.
+// startLocked starts the server name (m.mu held) and returns it, unless it
+// is disabled (nil); prev, a stopped server of the same name, hands over its
+// tools to a server that starts. The tools of a prev whose successor is
+// disabled are its caller's to remove, once m.mu is released (OnChange may
+// call back into the manager).
 func (m *Manager) startLocked(name string, sc ServerConfig, prev *server) *server {
 	sc = mustNormalize(name, sc)
 	s := &server{
@@ -259,7 +266,7 @@ func (m *Manager) startLocked(name string, sc ServerConfig, prev *server) *serve
 		done:     make(chan struct{}),
 		stderr:   &tail{limit: 4096, also: m.opts.ServerStderr},
 	}
-	if prev != nil {
+	if prev != nil && !sc.Disabled {
 		for k, e := range prev.tools {
 			stale := *e
 			stale.sig = "" // rebuilt with the new configuration at the first listing
@@ -271,9 +278,6 @@ func (m *Manager) startLocked(name string, sc ServerConfig, prev *server) *serve
 		s.state = StateDisabled
 		close(s.firstTry)
 		close(s.done)
-		if len(s.tools) > 0 {
-			go m.removeTools(s)
-		}
 		return nil
 	}
 	ctx, cancel := context.WithCancel(m.life)

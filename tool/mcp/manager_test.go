@@ -379,6 +379,36 @@ func TestWatchConfigFile(t *testing.T) {
 	eventually(t, "every tool to go", func() bool { return len(reg.Names()) == 0 })
 }
 
+// A server the configuration now disables has its tools removed by the
+// time Reload returns, and OnChange has been told, so nothing about it
+// happens after Reload (or a Close right after it).
+func TestReloadDisablesServer(t *testing.T) {
+	url := serveHTTP(t, newServer(nil))
+	rec := &recorder{}
+	m, err := wmcp.Start(context.Background(), &wmcp.Config{Servers: map[string]wmcp.ServerConfig{"a": {URL: url}}}, testOptions(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	reg := m.Registry()
+	if _, ok := reg.Get("a__greet"); !ok {
+		t.Fatalf("tools %v", reg.Names())
+	}
+	if err := m.Reload(&wmcp.Config{Servers: map[string]wmcp.ServerConfig{"a": {URL: url, Disabled: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if names := reg.Names(); len(names) != 0 {
+		t.Errorf("tools of the disabled server after Reload: %v", names)
+	}
+	changes := rec.all()
+	if len(changes) != 2 || len(changes[1].Removed) == 0 {
+		t.Errorf("changes told by the time Reload returned: %d, want the listing and the removal", len(changes))
+	}
+	if st := state(m, "a"); st != wmcp.StateDisabled {
+		t.Errorf("state %s, want disabled", st)
+	}
+}
+
 // Servers that cannot be reached do not hold up Start, and say why.
 func TestUnreachableServers(t *testing.T) {
 	// A port nothing listens on.
