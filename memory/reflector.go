@@ -43,8 +43,8 @@ type ReflectorOptions struct {
 	// Submit refuses more with ErrQueueFull rather than wait.
 	Queue int
 	// Debounce is how long a conversation waits before it is processed;
-	// a newer submission for the same thread replaces it and waits
-	// again, so a chatty thread is reflected on once it settles
+	// a newer submission for the same user and thread replaces it and
+	// waits again, so a chatty thread is reflected on once it settles
 	// (LangMem's after_seconds). Default 0: at once.
 	Debounce time.Duration
 	// Workers is how many conversations are processed at once (default
@@ -92,7 +92,7 @@ type Reflector struct {
 	opts ReflectorOptions
 
 	mu       sync.Mutex
-	pending  map[string]*job // by thread (or a unique key without one)
+	pending  map[string]*job // by user and thread (or a unique key without a thread)
 	busy     map[string]bool // users being processed
 	running  int
 	flushing int  // Flush calls waiting: everything pending is due now
@@ -142,8 +142,8 @@ func NewReflector(opts ReflectorOptions) (*Reflector, error) {
 }
 
 // Submit queues user's conversation msgs of thread (empty when there is
-// none) for reflection and returns at once. A conversation of the same
-// thread still waiting is replaced by this one, which holds it (the
+// none) for reflection and returns at once. A conversation of the same user
+// and thread still waiting is replaced by this one, which holds it (the
 // thread's messages so far). It fails only when the queue is full
 // (ErrQueueFull) or the Reflector is closed (ErrClosed); either is
 // counted as dropped.
@@ -151,7 +151,9 @@ func (r *Reflector) Submit(user, thread string, msgs []llm.Message) error {
 	if _, err := userLabel(user); err != nil {
 		return err
 	}
-	key := "thread:" + thread
+	// Thread ids are the caller's: two users may use the same one, and
+	// neither's conversation may replace the other's.
+	key := "thread:" + user + "\x00" + thread
 	if thread == "" {
 		key = "job:" + ids.Random()
 	}

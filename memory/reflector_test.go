@@ -149,6 +149,32 @@ func TestDebouncePerThread(t *testing.T) {
 	}
 }
 
+// Two users' threads of the same id are two conversations: a newer
+// submission replaces only its own user's, never another user's.
+func TestDebounceKeepsUsersApart(t *testing.T) {
+	x := &extractor{}
+	r := newReflector(t, memory.ReflectorOptions{Extractors: []memory.Extractor{x}, Debounce: time.Hour})
+	if err := r.Submit("alice", "t1", msgs(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Submit("bob", "t1", msgs(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, c := range x.got() {
+		got[c.user] = c.n
+	}
+	if diff := cmp.Diff(map[string]int{"alice": 2, "bob": 5}, got); diff != "" {
+		t.Errorf("conversations learned from, by user (-want +got):\n%s", diff)
+	}
+	if s := r.Stats(); s.Superseded != 0 {
+		t.Errorf("stats %+v: nothing was superseded", s)
+	}
+}
+
 func TestFailedExtractionIsRetriedKeptAndReplayed(t *testing.T) {
 	ctx := context.Background()
 	kept := memStore(t)
