@@ -588,14 +588,17 @@ func (m *PlanMemory) Record(ctx context.Context, user string, o PlanOutcome) (st
 }
 
 // FindSimilar returns user's plans for requests similar to query, the
-// most similar first, at most limit.
+// most similar first, at most limit (at least 1).
 func (m *PlanMemory) FindSimilar(ctx context.Context, user, query string, limit int) ([]PastPlan, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: limit %d; expected at least 1", ErrInvalid, limit)
+	}
 	recs, err := m.r.similar(ctx, user, query)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]PastPlan, 0, min(limit, len(recs)))
-	for _, f := range recs[:min(max(limit, 0), len(recs))] {
+	for _, f := range recs[:min(limit, len(recs))] {
 		v := f.data
 		sr := rate(v.Successes, v.Uses)
 		out = append(out, PastPlan{ID: f.id, Query: v.Query, Plan: v.Plan, Uses: v.Uses, Accepted: v.Accepted, Rejected: v.Rejected,
@@ -665,14 +668,17 @@ func (m *WorkflowMemory) Record(ctx context.Context, user string, w WorkflowRun)
 }
 
 // FindSimilar returns user's workflow templates for requests similar to
-// query, the most similar first, at most limit.
+// query, the most similar first, at most limit (at least 1).
 func (m *WorkflowMemory) FindSimilar(ctx context.Context, user, query string, limit int) ([]WorkflowTemplate, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: limit %d; expected at least 1", ErrInvalid, limit)
+	}
 	recs, err := m.r.similar(ctx, user, query)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]WorkflowTemplate, 0, min(limit, len(recs)))
-	for _, f := range recs[:min(max(limit, 0), len(recs))] {
+	for _, f := range recs[:min(limit, len(recs))] {
 		v := f.data
 		sr := rate(v.Successes, v.Uses)
 		t := WorkflowTemplate{ID: f.id, Query: v.Query, Category: v.Category, Steps: v.Steps, Tools: v.Tools, Uses: v.Uses,

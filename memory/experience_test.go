@@ -298,3 +298,24 @@ func TestExperienceSurvivesReopen(t *testing.T) {
 		t.Errorf("after reopen: p %v, n %d, %v", p, n, err)
 	}
 }
+
+// A limit below one is bad input, told as such (it used to panic making a
+// slice of negative capacity).
+func TestFindSimilarLimit(t *testing.T) {
+	ctx := context.Background()
+	x := experience(t, memStore(t))
+	if _, err := x.Plans.Record(ctx, "u1", memory.PlanOutcome{Query: "plan a launch", Plan: []string{"brief"}, Accepted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Workflows.Record(ctx, "u1", memory.WorkflowRun{Query: "plan a launch", Steps: []string{"brief"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, -1} {
+		if _, err := x.Plans.FindSimilar(ctx, "u1", "plan a launch", limit); !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("plans, limit %d: %v, want ErrInvalid", limit, err)
+		}
+		if _, err := x.Workflows.FindSimilar(ctx, "u1", "plan a launch", limit); !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("workflows, limit %d: %v, want ErrInvalid", limit, err)
+		}
+	}
+}
