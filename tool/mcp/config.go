@@ -85,15 +85,21 @@ var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "heade
 // Load reads a configuration file: YAML when its name ends in .yaml or
 // .yml, JSON otherwise.
 func Load(path string) (*Config, error) {
+	cfg, _, err := load(path)
+	return cfg, err
+}
+
+// load is Load that also returns the bytes it parsed.
+func load(path string) (*Config, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	cfg, err := Parse(data, formatOf(path))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, data, nil
 }
 
 // formatOf is the format of the file at path: "yaml" for .yaml and .yml,

@@ -75,11 +75,12 @@ func clientVersion() string {
 // (Reload). A file that no longer reads or parses is logged, once per
 // content, and the servers stay as they are. The first load must succeed.
 func Watch(ctx context.Context, path string, opts Options) (*Manager, error) {
-	cfg, err := Load(path)
+	// The content watched from is the content started with: read twice,
+	// a change between the reads would be taken as seen and never applied.
+	cfg, data, err := load(path)
 	if err != nil {
 		return nil, err
 	}
-	data, _ := os.ReadFile(path)
 	m, err := Start(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
