@@ -3,19 +3,25 @@ package orchestrator
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/weftlabs/weft/agent/events"
 	"github.com/weftlabs/weft/graph"
 )
 
 // TaskDir is where a task's files go: Config.Results.Dir/THREAD/task-N,
-// the thread id made safe as a file name; "" when results are not saved.
+// the thread id made a file name of its own (letters, digits, '-' and '_'
+// kept, other bytes written %XX: thread "a/b" is a%2Fb), "run" for a run
+// without a thread; "" when results are not saved.
 func (a *Agent) TaskDir(thread string, task int) string {
 	if a.cfg.Results.Dir == "" {
 		return ""
@@ -26,23 +32,42 @@ func (a *Agent) TaskDir(thread string, task int) string {
 	return filepath.Join(a.cfg.Results.Dir, safeName(thread), fmt.Sprintf("task-%d", task))
 }
 
-// safeName keeps letters, digits, dots, dashes and underscores of s, so
-// a thread id cannot leave the results directory.
+// safeName makes s a file name that stays inside its directory and is
+// s's alone: letters, digits, '-' and '_' are kept, every other byte is
+// written %XX ("a:b" is a%3Ab, ".." is %2E%2E), so that two thread or todo
+// ids never share a name; a name that would pass maxName bytes is cut and
+// ends in a hash of s.
 func safeName(s string) string {
 	var b strings.Builder
-	for _, r := range s {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			b.WriteRune(r)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == '-' || r == '_' || r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteString(s[i : i+n])
 		} else {
-			b.WriteByte('_')
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
 		}
+		i += n
 	}
-	name := strings.Trim(b.String(), ".")
+	name := b.String()
+	if len(name) > maxName {
+		sum := sha256.Sum256([]byte(s))
+		cut := maxName - 17
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "-" + hex.EncodeToString(sum[:8])
+	}
 	if name == "" {
 		return "_"
 	}
 	return name
 }
+
+// maxName bounds the names safeName makes, well below the 255 bytes file
+// systems allow, leaving room for "step_" and the status.
+const maxName = 120
 
 // writeFile writes data to dir/name whole or not at all (a temporary
 // file renamed into place), so a crash never leaves half a file.

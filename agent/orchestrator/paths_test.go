@@ -150,7 +150,7 @@ func TestResultFiles(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	task := filepath.Join(dir, "th_1", "task-1")
+	task := filepath.Join(dir, "th%2F1", "task-1")
 	for _, name := range []string{"plan.json", "plan.md", "step_t1_done.json", "step_t1_done.md", "step_t2_done.json", "step_t3_done.md", "chart_t3.svg", "report.md"} {
 		if _, err := os.Stat(filepath.Join(task, name)); err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -264,6 +264,28 @@ func TestNewConfigTools(t *testing.T) {
 	}
 }
 
+// Each thread's results have a directory of their own inside the results
+// directory, whatever characters its id has: threads are the callers' to
+// name (a server takes client-chosen ids), and two threads, maybe two
+// users', must never write over each other's files.
+func TestTaskDirKeepsThreadsApart(t *testing.T) {
+	root := t.TempDir()
+	a := newAgent(t, &fixture{}, scripted.New(), setup{config: func(c *orchestrator.Config) { c.Results.Dir = root }})
+	threads := []string{"a:b", "a_b", "a/b", "a.b", "a%3Ab", "..", ".", "", "run", "_", "한글", "한_", "\xff", "\uFFFD", strings.Repeat("x", 300), strings.Repeat("x", 299) + "y"}
+	seen := map[string]string{}
+	for _, th := range threads {
+		dir := a.TaskDir(th, 1)
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || strings.Count(filepath.ToSlash(rel), "/") != 1 {
+			t.Errorf("thread %q: %s is not one directory inside %s", th, dir, root)
+		}
+		if other, dup := seen[dir]; dup && !(th == "" && other == "run" || th == "run" && other == "") {
+			t.Errorf("threads %q and %q share %s", other, th, dir)
+		}
+		seen[dir] = th
+	}
+}
+
 // A configuration file never panics the parser.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("approvals: {step: true}\ntools: {a: {cost: 1}}\nintents: {X: [y]}\n"))
