@@ -155,7 +155,8 @@ type TodoProgress struct {
 	// Attempt counts the todo's runs from 1 (a retry is a new attempt).
 	Attempt int `json:"attempt,omitempty"`
 	// Method is how it ran: "tool" (the recommended tool and
-	// parameters) or "react" (the fallback sub-agent).
+	// parameters), "react" (the fallback sub-agent) or "executor" (the
+	// executor's own Run); empty until it ran.
 	Method string `json:"method,omitempty"`
 	// Reason says why it failed or was skipped.
 	Reason string `json:"reason,omitempty"`

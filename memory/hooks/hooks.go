@@ -212,6 +212,11 @@ func planTitles(p *orchestrator.Plan) []string {
 // Retriever returns an orchestrator.ToolRetriever over a tool index: the
 // index's ranking for the step's user (boosting and avoiding by the index's
 // own tool memory, when it has one), kept to the executor's tools.
+//
+// With New's hooks as the agent's Memory too, give it an index without
+// retrieve.Options.Outcomes: the orchestrator applies the ToolAdvisor's
+// boosts and avoidances after the retriever's ranking, so an index with
+// the same tool memory would count each tool's record twice.
 func Retriever(x *retrieve.Index) orchestrator.ToolRetriever { return retriever{x} }
 
 type retriever struct{ x *retrieve.Index }
