@@ -197,7 +197,7 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 	if e != nil && len(e.names) > 0 {
 		ranked, err := a.retriever.RetrieveTools(ctx, RetrieveRequest{User: User.Get(s), Query: t.Title, Among: e.names, K: a.cfg.Execution.TopTools})
 		if err != nil {
-			notes = append(notes, "tool retrieval failed: "+err.Error())
+			notes = append(notes, a.toldNote(ctx, t, "tool retrieval failed: "+err.Error()))
 		}
 		avoid := map[string]bool{}
 		if a.memory.Tools != nil {
@@ -205,7 +205,7 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 			adv, err := a.memory.Tools.ToolAdvice(mctx, User.Get(s), t.Title)
 			cancel()
 			if err != nil {
-				notes = append(notes, memoryHookFailures+" (tool advice): "+err.Error())
+				notes = append(notes, a.toldNote(ctx, t, memoryHookFailures+" (tool advice): "+err.Error()))
 			}
 			for i := range ranked {
 				ranked[i].Score += adv.Boost[ranked[i].Name]
@@ -234,7 +234,7 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 		if ts := a.tools[st.Tool]; ts != nil {
 			st.Schema = ts.tool.Spec().Parameters
 			if note := a.proposeParams(ctx, s, &st, ts); note != "" {
-				notes = append(notes, note)
+				notes = append(notes, a.toldNote(ctx, t, note))
 			}
 			st.Missing = missing(st.Params, ts.required)
 			st.Readiness = 1
@@ -249,13 +249,21 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 		cancel()
 		switch {
 		case err != nil:
-			notes = append(notes, memoryHookFailures+" (acceptance prediction): "+err.Error())
+			notes = append(notes, a.toldNote(ctx, t, memoryHookFailures+" (acceptance prediction): "+err.Error()))
 		case known:
 			st.Predicted = &p
 		}
 	}
 	st.Note = strings.Join(notes, "; ")
 	return st
+}
+
+// toldNote is a note of step preparation that is also told in a status
+// event: a failure, which the step's note alone would hide when no person
+// sees the step (light mode, step approval off).
+func (a *Agent) toldNote(ctx context.Context, t Todo, note string) string {
+	emit(ctx, events.Status{Message: fmt.Sprintf("preparing %s: %s", t.ID, note), Node: NodePreparation})
+	return note
 }
 
 // proposeParams asks the execution model for the tool's parameters

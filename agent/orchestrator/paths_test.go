@@ -368,3 +368,50 @@ func TestRecursionLimit(t *testing.T) {
 		}
 	}
 }
+
+// brokenMemory is tool memory and a tool retriever that fail.
+type brokenMemory struct{}
+
+var errMemoryDown = errors.New("memory store unreachable")
+
+func (brokenMemory) ToolAdvice(context.Context, string, string) (orchestrator.ToolAdvice, error) {
+	return orchestrator.ToolAdvice{}, errMemoryDown
+}
+
+func (brokenMemory) RetrieveTools(context.Context, orchestrator.RetrieveRequest) ([]orchestrator.ScoredTool, error) {
+	return nil, errMemoryDown
+}
+
+// A tool memory or a tool retriever that fails while a step is prepared
+// is told in a status event, with no step approval to show it (light
+// mode), and the todo still runs.
+func TestPreparationFailuresAreTold(t *testing.T) {
+	model := scripted.New(cognition(), plan(fetch("t1", "sales")), llmAnswer("ok"))
+	cfg := orchestrator.DefaultConfig()
+	cfg.Approvals.Plan = false
+	cfg.Response.NextActions = false
+	cfg.Execution.ReactFallback = false
+	a, err := orchestrator.New(orchestrator.Options{
+		Config: &cfg, Models: orchestrator.Models{Default: model}, Executors: (&fixture{}).executors(),
+		Checkpointer: checkpoint.NewMemory(), Memory: orchestrator.Memory{Tools: brokenMemory{}}, Retriever: brokenMemory{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := drive(t, a, "th", orchestrator.Input("sales", "u1"))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := statuses(r.state); got["t1"] != orchestrator.StatusDone {
+		t.Errorf("statuses %v", got)
+	}
+	var told []string
+	for _, s := range named[events.Status](r.events) {
+		if strings.Contains(s.Message, errMemoryDown.Error()) {
+			told = append(told, s.Message)
+		}
+	}
+	if len(told) != 2 || !strings.Contains(strings.Join(told, "\n"), "tool advice") || !strings.Contains(strings.Join(told, "\n"), "tool retrieval") {
+		t.Errorf("status events telling the failures: %q; want the tool retrieval's and the tool advice's", told)
+	}
+}
