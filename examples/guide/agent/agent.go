@@ -139,7 +139,7 @@ var ErrNoQuestion = errors.New("guide: no question: start the run with a human m
 func Input(question string) graph.Update { return Messages.Write(llm.Human(question)) }
 
 // New builds the agent over model.
-func New(ctx context.Context, model llm.ChatModel, opts Options) (a *Agent, err error) {
+func New(ctx context.Context, model llm.ChatModel, opts Options) (_ *Agent, err error) {
 	if model == nil {
 		return nil, errors.New("guide: a model is required")
 	}
@@ -161,9 +161,14 @@ func New(ctx context.Context, model llm.ChatModel, opts Options) (a *Agent, err 
 	if opts.User == nil {
 		opts.User = func(ctx context.Context) string { return cmp.Or(memory.UserFrom(ctx), DefaultUser) }
 	}
-	a = &Agent{model: model, opts: opts}
+	a := &Agent{model: model, opts: opts}
+	// What New started is stopped when it fails: a (not the result, nil
+	// then) holds it.
 	defer func() {
 		if err != nil {
+			if a.Reflector != nil {
+				a.Reflector.Close(context.Background()) // nothing was submitted: it returns at once
+			}
 			a.closeAll()
 		}
 	}()

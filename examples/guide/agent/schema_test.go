@@ -1,9 +1,12 @@
 package agent_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/weftlabs/weft/examples/guide/agent"
 	"github.com/weftlabs/weft/examples/guide/service"
@@ -74,5 +77,22 @@ func TestNewLoadsTheKnowledgeBase(t *testing.T) {
 	}
 	if _, ok := a.Tools.Get(agent.ToolWebSearch); ok {
 		t.Error("web_search is offered without a search configured")
+	}
+}
+
+// New that fails leaves nothing running: a registry that already has a
+// tool of the guide's fails it after the reflector started.
+func TestNewFailsCleanly(t *testing.T) {
+	ix, err := sharedKB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	taken, err := tool.NewRegistry(tool.New(agent.ToolRetrieveDocs, "Someone else's.", func(context.Context, struct{}) (string, error) { return "", nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.New(t.Context(), scripted.New(), agent.Options{Index: ix, Tools: taken}); err == nil {
+		t.Fatal("New succeeded with the guide's tool name taken")
 	}
 }
