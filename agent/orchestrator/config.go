@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weftlabs/weft/internal/yamlstrict"
 )
@@ -351,16 +352,42 @@ func (c *Config) Validate() error {
 			bad("tools."+name+".cost", "%v: want 0 or more", t.Cost)
 		}
 	}
-	if c.Prompts.Rejected != "" && strings.Count(c.Prompts.Rejected, "%s") > 1 {
-		bad("prompts.rejected", "at most one %%s (the reason)")
+	if n, other := formatVerbs(c.Prompts.Rejected); c.Prompts.Rejected != "" && (n > 1 || other != "") {
+		bad("prompts.rejected", "%swant at most one %%s (the reason), and %%%% for a percent sign", other)
 	}
-	if c.Prompts.ClarificationAdded != "" && strings.Count(c.Prompts.ClarificationAdded, "%s") != 1 {
-		bad("prompts.clarification_added", "want exactly one %%s (the answer)")
+	if n, other := formatVerbs(c.Prompts.ClarificationAdded); c.Prompts.ClarificationAdded != "" && (n != 1 || other != "") {
+		bad("prompts.clarification_added", "%swant exactly one %%s (the answer), and %%%% for a percent sign", other)
 	}
 	if len(probs) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(probs, "; "))
 	}
 	return nil
+}
+
+// formatVerbs counts the %s verbs of a fixed text that is a format string,
+// and names the first other verb ("%d: "), if any: the text is printed
+// with fmt, so any other verb would show as %!d(string=...).
+func formatVerbs(text string) (s int, other string) {
+	for i := 0; i < len(text); i++ {
+		if text[i] != '%' {
+			continue
+		}
+		if i+1 == len(text) {
+			return s, "a lone %: "
+		}
+		i++
+		switch text[i] {
+		case '%':
+		case 's':
+			s++
+		default:
+			if other == "" {
+				r, _ := utf8.DecodeRuneInString(text[i:])
+				other = "%" + string(r) + ": "
+			}
+		}
+	}
+	return s, other
 }
 
 // askAt reports whether the approval point asks a person.

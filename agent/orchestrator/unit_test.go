@@ -201,7 +201,7 @@ intents:
 tools:
   fetch: {seconds: 2.5, cost: 0.01}
 execution: {preparation: light, tool_timeout: 5s}
-prompts: {rejected: "거절됨%s"}
+prompts: {rejected: "거절됨%s (100%%)"}
 `
 	c, err := orchestrator.ParseConfig([]byte(good))
 	if err != nil {
@@ -222,6 +222,10 @@ prompts: {rejected: "거절됨%s"}
 		{"tools: {fetch: {cost: -1}}", []string{"tools.fetch.cost: -1: want 0 or more"}},
 		{"execution: {tool_timeout: soon}", []string{`execution.tool_timeout (line 1): "soon" is not a duration`}},
 		{"intents: {}", []string{"intents: empty"}},
+		// The fixed texts are format strings: a verb other than the one
+		// %s would print %!d(string=...) in the answer.
+		{`prompts: {rejected: "rejected (%d)"}`, []string{`prompts.rejected: %d: want at most one %s (the reason), and %% for a percent sign`}},
+		{`prompts: {clarification_added: "note: %v"}`, []string{`prompts.clarification_added: %v: want exactly one %s (the answer), and %% for a percent sign`}},
 	}
 	for _, tt := range tests {
 		_, err := orchestrator.ParseConfig([]byte(tt.doc))
