@@ -18,7 +18,7 @@ import (
 //
 // opts may be nil for the defaults (a graph without a checkpointer).
 func (g *Graph) Invoke(ctx context.Context, in Update, opts *RunOptions) (State, error) {
-	o, err := g.runOptions(opts)
+	o, err := g.runOptions(ctx, opts)
 	if err != nil {
 		return State{}, err
 	}
@@ -45,7 +45,7 @@ func (g *Graph) Invoke(ctx context.Context, in Update, opts *RunOptions) (State,
 // the run.
 func (g *Graph) Stream(ctx context.Context, in Update, opts *RunOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		o, err := g.runOptions(opts)
+		o, err := g.runOptions(ctx, opts)
 		if err != nil {
 			yield(Event{}, err)
 			return

@@ -1218,6 +1218,9 @@ type TaskInfo struct {
 	Attempt   int
 	Namespace string
 	ThreadID  string
+	// User is who the run acts for (RunOptions.User); "" when the run
+	// names nobody.
+	User string
 }
 
 // CurrentTask returns what the running node's context says about its task;
@@ -1229,6 +1232,21 @@ func CurrentTask(ctx context.Context) (TaskInfo, bool) {
 	}
 	return TaskInfo{
 		Node: tc.t.name, TaskID: tc.t.id, Step: tc.step, Attempt: tc.attempt,
-		Namespace: tc.t.ns, ThreadID: tc.r.opts.ThreadID,
+		Namespace: tc.t.ns, ThreadID: tc.r.opts.ThreadID, User: tc.r.opts.User,
 	}, true
+}
+
+// Configurable returns the value of key among the running node's run's
+// configurable values (RunOptions.Configurable, LangGraph's
+// config["configurable"]), and whether it is set; outside a node nothing
+// is. Values that came over the server's API are JSON values: strings,
+// float64s, bools, []any and map[string]any. Treat them as read-only:
+// every node of the run sees the same values.
+func Configurable(ctx context.Context, key string) (any, bool) {
+	tc := taskFrom(ctx)
+	if tc == nil {
+		return nil, false
+	}
+	v, ok := tc.r.opts.Configurable[key]
+	return v, ok
 }

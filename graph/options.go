@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -51,6 +53,23 @@ type RunOptions struct {
 	InterruptBefore, InterruptAfter []string
 	// Metadata is stored with every checkpoint of the run.
 	Metadata map[string]any
+	// User is who the run acts for: the authenticated user when weft's
+	// server runs it (LangGraph's
+	// config["configurable"]["langgraph_auth_user_id"]), the --user of
+	// weft run; "" when nobody is named (a server without authentication).
+	// Nodes, and the tools they call, read it with CurrentTask(ctx).User.
+	// Subgraphs share it, and a graph invoked from inside a node takes it
+	// from that node's run when its own options name none. It is not
+	// stored in checkpoints: each run names its user again (the server
+	// keeps it with the run's record, so a run resumed after a restart
+	// acts for the same user).
+	User string
+	// Configurable holds the run's configurable values (LangGraph's
+	// config["configurable"]): settings a caller passes to the nodes of
+	// one run, such as a model name. Nodes read them with
+	// Configurable(ctx, key). The map is copied when the run starts;
+	// subgraphs and graphs invoked from inside a node share it, as User.
+	Configurable map[string]any
 
 	// namespace is set by At from a subgraph's checkpoint, which a run of
 	// the root graph cannot start from.
@@ -100,11 +119,22 @@ const (
 )
 
 // runOptions returns a run's options with the graph's defaults filled in.
-func (g *Graph) runOptions(opts *RunOptions) (RunOptions, error) {
+func (g *Graph) runOptions(ctx context.Context, opts *RunOptions) (RunOptions, error) {
 	o := deref(opts)
 	if o.RecursionLimit == 0 {
 		o.RecursionLimit = g.recursionLimit
 	}
+	// A graph run from inside a node acts for that node's run, as
+	// LangGraph's config flows into a graph invoked within a node.
+	if tc := taskFrom(ctx); tc != nil {
+		if o.User == "" {
+			o.User = tc.r.opts.User
+		}
+		if o.Configurable == nil {
+			o.Configurable = tc.r.opts.Configurable
+		}
+	}
+	o.Configurable = maps.Clone(o.Configurable)
 	return o.withDefaults()
 }
 

@@ -40,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/store"
 )
 
@@ -127,10 +128,16 @@ func WithUser(ctx context.Context, user string) context.Context {
 	return context.WithValue(ctx, userKey{}, user)
 }
 
-// UserFrom returns the user named by WithUser, or "".
+// UserFrom returns the user named by WithUser; without one, inside a
+// graph's node (or a tool it calls), the user the run acts for
+// (graph.RunOptions.User, which weft serve sets to the authenticated
+// user); else "".
 func UserFrom(ctx context.Context) string {
-	u, _ := ctx.Value(userKey{}).(string)
-	return u
+	if u, _ := ctx.Value(userKey{}).(string); u != "" {
+		return u
+	}
+	ti, _ := graph.CurrentTask(ctx)
+	return ti.User
 }
 
 // bounded runs fn with ctx bounded by d.

@@ -470,6 +470,10 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 		InterruptAfter:  lr.kw.InterruptAfter,
 		Metadata:        m.checkpointMeta(lr),
 		Durability:      m.durability,
+		// The run acts for the user who created it, as its record keeps
+		// it: a resume, or a run taken over after a restart, too.
+		User:         lr.rec.Owner,
+		Configurable: runConfigurable(lr.kw, m.info(lr)),
 	}
 	if lr.kw.Durability != "" {
 		opts.Durability = graph.Durability(lr.kw.Durability)

@@ -85,6 +85,39 @@ type runConfig struct {
 	RecursionLimit int `json:"recursion_limit"`
 }
 
+// Configurable keys the server sets for a run's nodes, as LangGraph's
+// servers do: a client's values for them are replaced.
+const (
+	// configurableAuthUser is the authenticated user (absent without
+	// authentication).
+	configurableAuthUser = "langgraph_auth_user_id"
+	// configurableUser is the authenticated user too; without
+	// authentication it is whatever the client sent.
+	configurableUser = "user_id"
+)
+
+// runConfigurable is what a run's nodes read with graph.Configurable: the
+// config.configurable the run was created with (with the request's x-
+// headers), and the server's own values: the run's, thread's, assistant's
+// and graph's ids, and the authenticated user, which a client cannot set.
+func runConfigurable(kw runKwargs, info RunInfo) map[string]any {
+	var cfg struct {
+		Configurable map[string]any `json:"configurable"`
+	}
+	_ = json.Unmarshal(kw.Config, &cfg) // checked when the run was created
+	out := cfg.Configurable
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["run_id"], out["thread_id"] = info.RunID, info.ThreadID
+	out["assistant_id"], out["graph_id"] = info.AssistantID, info.GraphID
+	delete(out, configurableAuthUser)
+	if info.User != "" {
+		out[configurableAuthUser], out[configurableUser] = info.User, info.User
+	}
+	return out
+}
+
 // nodeList reads interrupt_before/after: "*" or a list of node names.
 func nodeList(raw json.RawMessage, field string) ([]string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
