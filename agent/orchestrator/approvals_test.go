@@ -316,6 +316,18 @@ func TestStepApprovalPredicted(t *testing.T) {
 		if asked := r.stop != nil; asked != (p <= 0.8) {
 			t.Errorf("prediction %v: asked %v (err %v)", p, asked, r.err)
 		}
+		if p <= 0.8 {
+			continue
+		}
+		// Told, and recorded as memory's decision.
+		told := false
+		for _, s := range named[events.Status](r.events) {
+			told = told || s.Message == "step t1 approved by memory: predicted acceptance 0.85"
+		}
+		hist := orchestrator.ApprovalHistory.Get(r.state)
+		if !told || len(hist) != 2 || hist[1].By != "memory" || hist[1].Kind != orchestrator.KindStep || hist[1].TodoID != "t1" {
+			t.Errorf("prediction %v: told %v, history %+v", p, told, hist)
+		}
 	}
 }
 

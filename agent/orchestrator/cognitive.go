@@ -28,7 +28,12 @@ func (a *Agent) start(ctx context.Context, s graph.State) (graph.Update, error) 
 	}
 	task := Task.Get(s) + 1
 	emit(ctx, events.Start{Thread: threadOf(ctx), Task: task, Request: request, Time: a.now().UTC()})
+	user := a.userOf(ctx, s)
+	if user == "" && a.hasMemory() {
+		emit(ctx, events.Status{Message: "memory is off for this task: it names no user", Node: NodeStart})
+	}
 	return Task.Write(task).And(
+		User.Write(user),
 		RequestText.Write(request),
 		CognitiveResult.Write(nil),
 		PastClarifications.Write(nil),
@@ -127,12 +132,13 @@ func (a *Agent) understand(ctx context.Context, s graph.State, request string) (
 // pastClarifications asks memory, within its time bound; a failure is
 // told and counts as none.
 func (a *Agent) pastClarifications(ctx context.Context, s graph.State, request string) []PastClarification {
-	if a.memory.Clarifications == nil {
+	user := a.userOf(ctx, s)
+	if a.memory.Clarifications == nil || user == "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Memory.Timeout)
 	defer cancel()
-	past, err := a.memory.Clarifications.PastClarifications(ctx, User.Get(s), request)
+	past, err := a.memory.Clarifications.PastClarifications(ctx, user, request)
 	if err != nil {
 		emit(ctx, events.Status{Message: fmt.Sprintf("%s (past clarifications): %v", memoryHookFailures, err), Node: NodeCognitive})
 		return nil
@@ -152,12 +158,13 @@ func (a *Agent) reusable(past []PastClarification) (PastClarification, bool) {
 
 // record tells clarification memory, within its time bound.
 func (a *Agent) record(ctx context.Context, s graph.State, rec ClarificationRecord) {
-	if a.memory.Clarifications == nil {
+	user := a.userOf(ctx, s)
+	if a.memory.Clarifications == nil || user == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Memory.Timeout)
 	defer cancel()
-	if err := a.memory.Clarifications.RecordClarification(ctx, User.Get(s), rec); err != nil {
+	if err := a.memory.Clarifications.RecordClarification(ctx, user, rec); err != nil {
 		emit(ctx, events.Status{Message: fmt.Sprintf("%s (recording a clarification): %v", memoryHookFailures, err), Node: NodeClarification})
 	}
 }

@@ -193,16 +193,17 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 		}
 	}
 	var notes []string
+	user := a.userOf(ctx, s)
 	e := a.executors[t.Executor]
 	if e != nil && len(e.names) > 0 {
-		ranked, err := a.retriever.RetrieveTools(ctx, RetrieveRequest{User: User.Get(s), Query: t.Title, Among: e.names, K: a.cfg.Execution.TopTools})
+		ranked, err := a.retriever.RetrieveTools(ctx, RetrieveRequest{User: user, Query: t.Title, Among: e.names, K: a.cfg.Execution.TopTools})
 		if err != nil {
 			notes = append(notes, a.toldNote(ctx, t, "tool retrieval failed: "+err.Error()))
 		}
 		avoid := map[string]bool{}
-		if a.memory.Tools != nil {
+		if a.memory.Tools != nil && user != "" {
 			mctx, cancel := context.WithTimeout(ctx, a.cfg.Memory.Timeout)
-			adv, err := a.memory.Tools.ToolAdvice(mctx, User.Get(s), t.Title)
+			adv, err := a.memory.Tools.ToolAdvice(mctx, user, t.Title)
 			cancel()
 			if err != nil {
 				notes = append(notes, a.toldNote(ctx, t, memoryHookFailures+" (tool advice): "+err.Error()))
@@ -221,12 +222,16 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 			}
 		}
 		if avoid[t.Tool] {
-			notes = append(notes, "tool memory advises against "+t.Tool)
+			note := "tool memory advises against " + t.Tool + " (it failed repeatedly for similar steps)"
 			if detailed && len(st.Tools) > 0 {
 				// A tool switched in detailed mode gets parameters from
 				// the model below; the plan's are for the other tool.
 				st.Tool, st.Params = st.Tools[0].Name, json.RawMessage("{}")
+				note += ": using " + st.Tool + " instead"
+			} else {
+				note += "; light preparation runs the plan's tool all the same"
 			}
+			notes = append(notes, a.toldNote(ctx, t, note))
 		}
 	}
 	if detailed {
@@ -243,9 +248,9 @@ func (a *Agent) prepare(ctx context.Context, s graph.State, t Todo, detailed boo
 			}
 		}
 	}
-	if a.memory.Acceptance != nil && a.asks && a.cfg.Approvals.askAt(a.cfg.Approvals.Step) {
+	if a.memory.Acceptance != nil && user != "" && a.asks && a.cfg.Approvals.askAt(a.cfg.Approvals.Step) {
 		mctx, cancel := context.WithTimeout(ctx, a.cfg.Memory.Timeout)
-		p, known, err := a.memory.Acceptance.PredictAcceptance(mctx, User.Get(s), st)
+		p, known, err := a.memory.Acceptance.PredictAcceptance(mctx, user, st)
 		cancel()
 		switch {
 		case err != nil:
@@ -339,6 +344,7 @@ func (a *Agent) stepApproval(ctx context.Context, s graph.State) (graph.Update, 
 	var approved []Step
 	var skipped []Todo
 	var records []ApprovalRecord
+	var byMemory []string
 	record := func(st Step, action Action, by, reason string) {
 		records = append(records, ApprovalRecord{Task: st.Task, Kind: KindStep, Action: action, By: by, TodoID: st.Todo.ID, Reason: reason, Time: a.now().UTC()})
 	}
@@ -349,7 +355,9 @@ func (a *Agent) stepApproval(ctx context.Context, s graph.State) (graph.Update, 
 			approved = append(approved, st)
 			continue
 		case st.Predicted != nil && *st.Predicted > a.cfg.Memory.AcceptProbability:
-			record(st, ActionAccept, "memory", fmt.Sprintf("predicted acceptance %.2f", *st.Predicted))
+			reason := fmt.Sprintf("predicted acceptance %.2f", *st.Predicted)
+			record(st, ActionAccept, "memory", reason)
+			byMemory = append(byMemory, fmt.Sprintf("step %s approved by memory: %s", st.Todo.ID, reason))
 			approved = append(approved, st)
 			continue
 		}
@@ -408,6 +416,9 @@ func (a *Agent) stepApproval(ctx context.Context, s graph.State) (graph.Update, 
 	}
 	// Told only now: until its last question is answered the node runs
 	// again from its top at each resume.
+	for _, m := range byMemory {
+		emit(ctx, events.Status{Message: m, Node: NodeStepApproval})
+	}
 	for _, t := range skipped {
 		emit(ctx, a.progress(t, ""))
 	}

@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -185,6 +186,9 @@ type setup struct {
 	memory orchestrator.Memory
 	pauser orchestrator.Pauser
 	noSave bool // no checkpointer
+	// user is the agent's DefaultUser: "default-user" when empty, "-"
+	// for none.
+	user string
 }
 
 func newAgent(t *testing.T, f *fixture, model llm.ChatModel, st setup) *orchestrator.Agent {
@@ -206,6 +210,7 @@ func newAgent(t *testing.T, f *fixture, model llm.ChatModel, st setup) *orchestr
 		Checkpointer: saver,
 		Memory:       st.memory,
 		Pauser:       st.pauser,
+		DefaultUser:  strings.TrimPrefix(cmp.Or(st.user, "default-user"), "-"),
 	})
 	if err != nil {
 		t.Fatal(err)

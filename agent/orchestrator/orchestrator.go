@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +22,8 @@ var (
 	// Messages is the conversation: the user's requests and the
 	// agent's answers. A run's input is a human message (Input).
 	Messages = graph.Messages[llm.Message]("messages")
-	// User is the user the memory hooks work for.
+	// User is the user the memory hooks work for: the start of each task
+	// writes the user it resolved (see Options.DefaultUser).
 	User = graph.Value[string]("user_id")
 	// Task counts the thread's tasks; each request starts one.
 	Task = graph.Value[int]("task")
@@ -122,8 +124,16 @@ type Options struct {
 	// react.JSONFormat (JSON in the reply's text, for models without
 	// tool calling).
 	Mode react.Mode
-	// Memory are the memory hooks; nil ones are off.
+	// Memory are the memory hooks; nil ones are off. They work for the
+	// task's user, who is, in this order: the run's user
+	// (graph.RunOptions.User: the authenticated user in weft serve), the
+	// run's configurable value "user_id" (a string), the user of the
+	// task's Input, or DefaultUser. A task without a user uses no memory,
+	// and says so in a status event.
 	Memory Memory
+	// DefaultUser is the user of a task that names none (above); empty
+	// leaves such tasks without memory.
+	DefaultUser string
 	// Retriever finds the top tools for a step; nil uses a
 	// LexicalRetriever over the executors' tools.
 	Retriever ToolRetriever
@@ -149,6 +159,7 @@ type Agent struct {
 	memory    Memory
 	retriever ToolRetriever
 	pauser    Pauser
+	dfltUser  string
 	now       func() time.Time
 	asks      bool // a checkpointer is there for the approval points
 }
@@ -207,6 +218,7 @@ func New(opts Options) (*Agent, error) {
 		memory:    opts.Memory,
 		retriever: opts.Retriever,
 		pauser:    opts.Pauser,
+		dfltUser:  opts.DefaultUser,
 		now:       opts.Now,
 		asks:      opts.Checkpointer != nil,
 	}
@@ -367,6 +379,21 @@ func (a *Agent) build(saver *checkpoint.Saver) (*graph.Graph, error) {
 
 // execModel is the model of a layer, for Structured calls.
 func (a *Agent) structuredMethod() llm.StructuredMethod { return a.mode.StructuredMethod() }
+
+// userOf is the user the task works for (Options.Memory says in which
+// order it is found).
+func (a *Agent) userOf(ctx context.Context, s graph.State) string {
+	ti, _ := graph.CurrentTask(ctx)
+	cfgUser, _ := graph.Configurable(ctx, "user_id")
+	u, _ := cfgUser.(string)
+	return cmp.Or(strings.TrimSpace(ti.User), strings.TrimSpace(u), User.Get(s), a.dfltUser)
+}
+
+// hasMemory reports whether a memory hook is set.
+func (a *Agent) hasMemory() bool {
+	m := a.memory
+	return m.Clarifications != nil || m.Acceptance != nil || m.Tools != nil || m.Recorder != nil
+}
 
 // threadOf returns the run's thread id, if it has one.
 func threadOf(ctx context.Context) string {

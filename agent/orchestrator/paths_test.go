@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -319,6 +320,65 @@ func TestTaskRecorder(t *testing.T) {
 	}
 }
 
+// The memory hooks work for the run's user first (graph.RunOptions.User:
+// the authenticated user in weft serve), then the run's configurable
+// user_id, then the input's user, then DefaultUser; a task without any
+// uses no memory and says so. The state records the user the task ran
+// for.
+func TestMemoryUser(t *testing.T) {
+	for _, tt := range []struct {
+		name                     string
+		runUser, cfgUser, inUser string
+		dflt                     string
+		want                     string
+	}{
+		{"run user", "alice", "carol", "mallory", "", "alice"},
+		{"configurable", "", "carol", "mallory", "", "carol"},
+		{"input", "", "", "mallory", "d", "mallory"},
+		{"default", "", "", "", "d", "d"},
+		{"none", "", "", "", "-", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := &memory{}
+			model := scripted.New(cognition(), plan(fetch("t1", "sales")), llmAnswer("ok"))
+			a := newAgent(t, &fixture{}, model, setup{memory: orchestrator.Memory{Recorder: mem}, user: tt.dflt,
+				config: func(c *orchestrator.Config) { c.Approvals.Plan = false }})
+			opts := &graph.RunOptions{ThreadID: "th", User: tt.runUser, StreamModes: []graph.StreamMode{graph.StreamCustom}}
+			if tt.cfgUser != "" {
+				opts.Configurable = map[string]any{"user_id": tt.cfgUser}
+			}
+			var said []string
+			for ev, err := range a.Graph.Stream(context.Background(), orchestrator.Input("sales", tt.inUser), opts) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, ok := graph.CustomAs[events.Event](ev); ok {
+					if st, ok := s.(events.Status); ok {
+						said = append(said, st.Message)
+					}
+				}
+			}
+			snap, err := a.Graph.GetState(context.Background(), checkpoint.Config{ThreadID: "th"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := orchestrator.User.Get(snap.Values); got != tt.want {
+				t.Errorf("state user_id = %q, want %q", got, tt.want)
+			}
+			off := slices.Contains(said, "memory is off for this task: it names no user")
+			if tt.want == "" {
+				if len(mem.tasks) != 0 || !off {
+					t.Errorf("without a user: %d tasks recorded, statuses %q", len(mem.tasks), said)
+				}
+				return
+			}
+			if len(mem.tasks) != 1 || mem.tasks[0].User != tt.want || off {
+				t.Errorf("recorded %+v, statuses %q; want one task for %q", mem.tasks, said, tt.want)
+			}
+		})
+	}
+}
+
 // Without a checkpointer every approval point decides by itself.
 func TestNoCheckpointer(t *testing.T) {
 	model := scripted.New(ambiguous("which?"), plan(fetch("t1", "broken")), llmAnswer("unused"))
@@ -414,4 +474,50 @@ func TestPreparationFailuresAreTold(t *testing.T) {
 	if len(told) != 2 || !strings.Contains(strings.Join(told, "\n"), "tool advice") || !strings.Contains(strings.Join(told, "\n"), "tool retrieval") {
 		t.Errorf("status events telling the failures: %q; want the tool retrieval's and the tool advice's", told)
 	}
+}
+
+// advisor is a ToolAdvisor with fixed advice.
+type advisor struct{ adv orchestrator.ToolAdvice }
+
+func (a advisor) ToolAdvice(context.Context, string, string) (orchestrator.ToolAdvice, error) {
+	return a.adv, nil
+}
+
+// Tool memory's advice in step preparation: an avoided tool leaves the
+// ranking and is told; in detailed mode the best other tool replaces it,
+// in light mode the plan's tool runs all the same.
+func TestToolAdvice(t *testing.T) {
+	mem := orchestrator.Memory{Tools: advisor{orchestrator.ToolAdvice{Avoid: []string{"fetch"}, Boost: map[string]float64{"flaky": 0.3}}}}
+	t.Run("light", func(t *testing.T) {
+		f := &fixture{}
+		model := scripted.New(cognition(), plan(fetch("t1", "sales")), llmAnswer("ok"))
+		a := newAgent(t, f, model, setup{memory: mem, config: func(c *orchestrator.Config) { c.Approvals.Plan = false }})
+		r := drive(t, a, "th", orchestrator.Input("sales", ""))
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		told := false
+		for _, s := range named[events.Status](r.events) {
+			told = told || s.Message == "preparing t1: tool memory advises against fetch (it failed repeatedly for similar steps); light preparation runs the plan's tool all the same"
+		}
+		if !told || !slices.Equal(f.calls.get(), []string{"fetch:sales"}) {
+			t.Errorf("told %v, calls %v", told, f.calls.get())
+		}
+	})
+	t.Run("detailed", func(t *testing.T) {
+		model := scripted.New(cognition(), plan(fetch("t1", "sales")), js(map[string]any{"kind": "sales"}), llmAnswer("ok"))
+		a := newAgent(t, &fixture{}, model, setup{memory: mem, config: func(c *orchestrator.Config) { c.Approvals.Plan = false; c.Approvals.Step = true }})
+		r := drive(t, a, "th", orchestrator.Input("sales", ""))
+		if r.stop == nil || r.stop.Step == nil {
+			t.Fatalf("did not stop at the step: %v", r.err)
+		}
+		st := r.stop.Step
+		var ranked []string
+		for _, s := range st.Tools {
+			ranked = append(ranked, s.Name)
+		}
+		if st.Tool != "flaky" || !slices.Equal(ranked, []string{"flaky"}) || !strings.Contains(st.Note, "tool memory advises against fetch (it failed repeatedly for similar steps): using flaky instead") {
+			t.Errorf("step tool %s, ranked %v, note %q", st.Tool, ranked, st.Note)
+		}
+	})
 }

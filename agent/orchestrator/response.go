@@ -258,10 +258,11 @@ func (a *Agent) nextActions(ctx context.Context, s graph.State, request, answer 
 // recordTask hands the finished task to the recorder, within its time
 // bound; a failure is told, never fatal.
 func (a *Agent) recordTask(ctx context.Context, s graph.State, answer, outcome string) {
-	if a.memory.Recorder == nil {
+	user := a.userOf(ctx, s)
+	if a.memory.Recorder == nil || user == "" {
 		return
 	}
-	rec := TaskRecord{User: User.Get(s), Thread: threadOf(ctx), Task: Task.Get(s), Request: RequestText.Get(s), Cognition: CognitiveResult.Get(s),
+	rec := TaskRecord{User: user, Thread: threadOf(ctx), Task: Task.Get(s), Request: RequestText.Get(s), Cognition: CognitiveResult.Get(s),
 		Plan: PlanState.Get(s), Results: Results.Get(s), Answer: answer, Outcome: outcome}
 	for _, r := range ApprovalHistory.Get(s) {
 		if r.Task == rec.Task {
