@@ -22,6 +22,7 @@ package hooks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -69,17 +70,37 @@ func (c Clarifications) PastClarifications(ctx context.Context, user, request st
 // answer is recorded with full confidence (the user gave it); a reuse, by
 // the user's choice or applied automatically, counts as a successful reuse.
 func (c Clarifications) RecordClarification(ctx context.Context, user string, rec orchestrator.ClarificationRecord) error {
+	o, err := c.op(user, rec)
+	if err != nil || o.do == nil {
+		return err
+	}
+	return o.do(ctx)
+}
+
+// op is one write of what a task taught memory, named for errors.
+type op struct {
+	what string
+	do   func(ctx context.Context) error
+}
+
+// op is the write RecordClarification makes; none (a nil do) for an
+// action memory does not learn from.
+func (c Clarifications) op(user string, rec orchestrator.ClarificationRecord) (op, error) {
 	switch rec.Action {
 	case "clarify":
-		_, err := c.M.Record(ctx, user, memory.Clarification{Query: rec.Request, Questions: []string{rec.Question}, Response: rec.Answer, Confidence: 1})
-		return err
+		cl := memory.Clarification{Query: rec.Request, Questions: []string{rec.Question}, Response: rec.Answer, Confidence: 1}
+		return op{"the clarification", func(ctx context.Context) error {
+			_, err := c.M.Record(ctx, user, cl)
+			return err
+		}}, nil
 	case "reuse_past", "auto":
 		if rec.PastID == "" {
-			return errors.New("hooks: a reuse without the id of the clarification reused")
+			return op{}, errors.New("hooks: a reuse without the id of the clarification reused")
 		}
-		return c.M.MarkReused(ctx, user, rec.PastID, true)
+		id := rec.PastID
+		return op{"the clarification's reuse", func(ctx context.Context) error { return c.M.MarkReused(ctx, user, id, true) }}, nil
 	}
-	return nil
+	return op{}, nil
 }
 
 // Acceptance is orchestrator.AcceptancePredictor over a
@@ -129,10 +150,27 @@ type Recorder struct{ Exp *memory.Experience }
 // answered as plain chat records nothing. Every record is tried; the
 // errors are returned together.
 func (r Recorder) RecordTask(ctx context.Context, rec orchestrator.TaskRecord) error {
+	var errs []error
+	for _, o := range r.ops(rec) {
+		if err := o.do(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.what, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ops are the writes RecordTask makes, each holding what it writes (not
+// the record, which the run may still use).
+func (r Recorder) ops(rec orchestrator.TaskRecord) []op {
 	if rec.Plan == nil || rec.Outcome == orchestrator.OutcomeChat {
 		return nil
 	}
-	var errs []error
+	exp, user := r.Exp, rec.User
+	var ops []op
+	tool := func(o memory.ToolOutcome) {
+		what := "the outcome of " + o.Tool
+		ops = append(ops, op{what, func(ctx context.Context) error { return exp.Tools.RecordOutcome(ctx, user, o) }})
+	}
 	titles := map[string]string{}
 	tools := map[string]string{}
 	for _, t := range rec.Plan.Todos {
@@ -155,17 +193,18 @@ func (r Recorder) RecordTask(ctx context.Context, rec orchestrator.TaskRecord) e
 		failed = failed || !ok
 		took := res.Ended.Sub(res.Started)
 		if res.Method == "react" && tools[id] != "" && tools[id] != res.Tool {
-			errs = append(errs, r.Exp.Tools.RecordOutcome(ctx, rec.User, memory.ToolOutcome{Step: titles[id], Tool: tools[id], Success: false, Error: "failed; the ReAct fallback took over"}))
+			tool(memory.ToolOutcome{Step: titles[id], Tool: tools[id], Success: false, Error: "failed; the ReAct fallback took over"})
 		}
 		if res.Tool != "" {
-			errs = append(errs, r.Exp.Tools.RecordOutcome(ctx, rec.User, memory.ToolOutcome{Step: titles[id], Tool: res.Tool, Success: ok, Duration: took, Error: res.Error}))
+			tool(memory.ToolOutcome{Step: titles[id], Tool: res.Tool, Success: ok, Duration: took, Error: res.Error})
 		}
 	}
 	for _, a := range rec.Approvals {
 		if a.By != "user" {
 			continue // not the user's behaviour
 		}
-		errs = append(errs, r.Exp.Behaviour.RecordApproval(ctx, rec.User, memory.Approval{Kind: string(a.Kind), Tool: tools[a.TodoID], Action: string(a.Action)}))
+		ap := memory.Approval{Kind: string(a.Kind), Tool: tools[a.TodoID], Action: string(a.Action)}
+		ops = append(ops, op{"the " + ap.Kind + " approval", func(ctx context.Context) error { return exp.Behaviour.RecordApproval(ctx, user, ap) }})
 	}
 	success := rec.Outcome == orchestrator.OutcomeDone && !failed
 	original := rec.Plan
@@ -176,9 +215,10 @@ func (r Recorder) RecordTask(ctx context.Context, rec orchestrator.TaskRecord) e
 	if rec.OriginalPlan != nil {
 		po.Final = planTitles(rec.Plan)
 	}
-	if _, err := r.Exp.Plans.Record(ctx, rec.User, po); err != nil {
-		errs = append(errs, err)
-	}
+	ops = append(ops, op{"the plan", func(ctx context.Context) error {
+		_, err := exp.Plans.Record(ctx, user, po)
+		return err
+	}})
 	if rec.Outcome != orchestrator.OutcomeRejected {
 		wf := memory.WorkflowRun{Query: rec.Request, Steps: planTitles(rec.Plan), Success: success, Duration: end.Sub(start)}
 		if c := rec.Cognition; c != nil {
@@ -189,11 +229,12 @@ func (r Recorder) RecordTask(ctx context.Context, rec orchestrator.TaskRecord) e
 				wf.Tools = append(wf.Tools, t)
 			}
 		}
-		if _, err := r.Exp.Workflows.Record(ctx, rec.User, wf); err != nil {
-			errs = append(errs, err)
-		}
+		ops = append(ops, op{"the workflow", func(ctx context.Context) error {
+			_, err := exp.Workflows.Record(ctx, user, wf)
+			return err
+		}})
 	}
-	return errors.Join(errs...)
+	return ops
 }
 
 // planTitles lists a plan's todos' titles in its order.

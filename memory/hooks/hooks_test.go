@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/checkpoint"
@@ -189,5 +193,78 @@ func TestRetriever(t *testing.T) {
 		if g.Name == "forecast_sales" {
 			t.Errorf("a tool outside Among: %+v", got)
 		}
+	}
+}
+
+// The background hooks: recording never blocks the task, and the user's
+// next task still sees what the last one taught, with no flush between
+// them; the third acceptance is predicted. A task of another user reads
+// nothing of alice's.
+func TestBackgroundLearned(t *testing.T) {
+	exp, err := memory.NewExperience(newStore(t), memory.ExperienceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, err := hooks.NewBackground(exp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := func(c *orchestrator.Config) { c.Approvals.Step = true }
+	for i, wantStops := range []int{1, 1, 0} {
+		model := scripted.New(cognition(false), plan, llm.AI("42"))
+		a := agent(t, model, bg.Hooks(), false, steps)
+		stops := run(t, a, "t"+string(rune('0'+i)), "weekly sales", orchestrator.Decision{Action: orchestrator.ActionAccept})
+		if len(stops) != wantStops {
+			t.Errorf("task %d stopped %d times, want %d", i+1, len(stops), wantStops)
+		}
+	}
+	if err := bg.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := bg.Stats(); s.Recorded != 3 || s.Failed+s.Dropped != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if _, n, err := exp.Behaviour.PredictAcceptance(context.Background(), "bob", "step", "sales"); err != nil || n != 0 {
+		t.Errorf("bob's samples: %d (%v)", n, err)
+	}
+}
+
+// When memory cannot be written the task still answers and its thread
+// keeps the conversation; the failure is told, not hidden.
+func TestBackgroundFailureTold(t *testing.T) {
+	st, err := store.NewMemory(store.Config{Index: &store.IndexConfig{Embedder: embed.NewLexical(0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := memory.NewExperience(st, memory.ExperienceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []error
+	bg, err := hooks.NewBackground(exp, &hooks.BackgroundOptions{Attempts: 2, Backoff: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnDone: func(j hooks.Job, err error) { told = append(told, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // every write now fails
+	model := scripted.New(cognition(false), plan, llm.AI("42 sold"))
+	a := agent(t, model, bg.Hooks(), false, nil)
+	run(t, a, "t1", "weekly sales")
+	if err := bg.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 1 || told[0] == nil || !strings.Contains(told[0].Error(), "the outcome of sales") {
+		t.Errorf("told %v", told)
+	}
+	snap, err := a.Graph.GetState(context.Background(), checkpoint.Config{ThreadID: "t1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := orchestrator.Messages.Get(snap.Values)
+	if len(msgs) != 2 || msgs[1].Text() != "42 sold" {
+		t.Errorf("the thread's conversation: %v", msgs)
+	}
+	if s := bg.Stats(); s.Failed != 1 || s.Retries != 1 {
+		t.Errorf("stats %+v", s)
 	}
 }
