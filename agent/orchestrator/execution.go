@@ -460,7 +460,7 @@ func (a *Agent) executeTodo(ctx context.Context, s graph.State) (graph.Update, e
 	r.Files = a.saveStep(ctx, threadOf(ctx), st.Task, final, r)
 	emit(ctx, a.progress(final, r.Method))
 	tr := TraceEntry{Task: st.Task, Layer: events.LayerExecution, Node: NodeExecuteTodo, TodoID: t.ID, Event: string(r.Status),
-		Detail: clip(cmp.Or(r.Error, r.Method+" "+r.Tool), 300), Time: a.now().UTC()}
+		Detail: clip(cmp.Or(r.Error, r.Method+" "+r.Tool), 300), Tool: r.Tool, Method: r.Method, Attempt: r.Attempt, Time: a.now().UTC()}
 	return Todos.Write([]Todo{final}).And(Results.Write(map[string]Result{t.ID: r}), Trace.Write([]TraceEntry{tr})), nil
 }
 

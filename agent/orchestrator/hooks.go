@@ -115,8 +115,12 @@ type TaskRecord struct {
 	Plan         *Plan             `json:"plan,omitempty"`
 	OriginalPlan *Plan             `json:"original_plan,omitempty"`
 	Results      map[string]Result `json:"results,omitempty"`
-	Approvals    []ApprovalRecord  `json:"approvals,omitempty"`
-	Answer       string            `json:"answer"`
+	// Trace is the task's trace: every attempt at every todo (a todo
+	// retried or skipped after failing keeps only its last result in
+	// Results).
+	Trace     []TraceEntry     `json:"trace,omitempty"`
+	Approvals []ApprovalRecord `json:"approvals,omitempty"`
+	Answer    string           `json:"answer"`
 	// Outcome is "done", "rejected", "aborted" or "chat".
 	Outcome string `json:"outcome"`
 }

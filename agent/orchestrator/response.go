@@ -269,6 +269,11 @@ func (a *Agent) recordTask(ctx context.Context, s graph.State, answer, outcome s
 			rec.Approvals = append(rec.Approvals, r)
 		}
 	}
+	for _, e := range Trace.Get(s) {
+		if e.Task == rec.Task {
+			rec.Trace = append(rec.Trace, e)
+		}
+	}
 	if o := OriginalPlan.Get(s); o != nil && rec.Plan != nil && rec.Plan.Revision > 1 {
 		rec.OriginalPlan = o
 	}

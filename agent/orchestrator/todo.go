@@ -131,13 +131,20 @@ func MergeResults(current, update map[string]Result) map[string]Result {
 
 // TraceEntry is one line of the task's trace: what happened, where, when.
 type TraceEntry struct {
-	Task   int       `json:"task"`
-	Layer  string    `json:"layer"`
-	Node   string    `json:"node"`
-	TodoID string    `json:"todo_id,omitempty"`
-	Event  string    `json:"event"`
-	Detail string    `json:"detail,omitempty"`
-	Time   time.Time `json:"time"`
+	Task   int    `json:"task"`
+	Layer  string `json:"layer"`
+	Node   string `json:"node"`
+	TodoID string `json:"todo_id,omitempty"`
+	Event  string `json:"event"`
+	Detail string `json:"detail,omitempty"`
+	// Tool, Method and Attempt say, for a todo's run (node execute_todo,
+	// event done or failed), which tool ran it, how ("tool", "react",
+	// "executor") and which attempt it was: every attempt of a task stays
+	// in the trace, where results keep only the last.
+	Tool    string    `json:"tool,omitempty"`
+	Method  string    `json:"method,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 // AppendTrace is the trace channel's reducer: append only.

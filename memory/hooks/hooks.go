@@ -20,6 +20,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -176,7 +177,36 @@ func (r Recorder) ops(rec orchestrator.TaskRecord) []op {
 	for _, t := range rec.Plan.Todos {
 		titles[t.ID], tools[t.ID] = t.Title, t.Tool
 	}
+	// Every attempt at a todo is an outcome, as the trace keeps them: a
+	// todo that failed, then was retried or skipped at the error point,
+	// failed all the same. The attempt its result holds brings its time.
+	last := map[string]string{} // by todo: its last run's event
+	for _, e := range rec.Trace {
+		if e.Node != orchestrator.NodeExecuteTodo || (e.Event != string(orchestrator.StatusDone) && e.Event != string(orchestrator.StatusFailed)) {
+			continue
+		}
+		last[e.TodoID] = e.Event
+		ok := e.Event == string(orchestrator.StatusDone)
+		o := memory.ToolOutcome{Step: titles[e.TodoID], Tool: cmp.Or(e.Tool, tools[e.TodoID]), Success: ok}
+		if !ok {
+			o.Error = e.Detail
+		}
+		if res, has := rec.Results[e.TodoID]; has && res.Attempt == e.Attempt && string(res.Status) == e.Event {
+			o.Duration, o.Error = res.Ended.Sub(res.Started), res.Error
+		}
+		if e.Method == "react" && tools[e.TodoID] != "" && tools[e.TodoID] != o.Tool {
+			tool(memory.ToolOutcome{Step: o.Step, Tool: tools[e.TodoID], Success: false, Error: "failed; the ReAct fallback took over"})
+		}
+		if o.Step != "" && o.Tool != "" {
+			tool(o)
+		}
+	}
+	// The workflow failed when a todo's last run failed (whether it was
+	// then skipped or the task aborted).
 	failed := false
+	for _, ev := range last {
+		failed = failed || ev != string(orchestrator.StatusDone)
+	}
 	var start, end time.Time
 	for _, id := range rec.Plan.Order {
 		res, ok := rec.Results[id]
@@ -188,15 +218,6 @@ func (r Recorder) ops(rec orchestrator.TaskRecord) []op {
 		}
 		if res.Ended.After(end) {
 			end = res.Ended
-		}
-		ok = res.Status == orchestrator.StatusDone
-		failed = failed || !ok
-		took := res.Ended.Sub(res.Started)
-		if res.Method == "react" && tools[id] != "" && tools[id] != res.Tool {
-			tool(memory.ToolOutcome{Step: titles[id], Tool: tools[id], Success: false, Error: "failed; the ReAct fallback took over"})
-		}
-		if res.Tool != "" {
-			tool(memory.ToolOutcome{Step: titles[id], Tool: res.Tool, Success: ok, Duration: took, Error: res.Error})
 		}
 	}
 	for _, a := range rec.Approvals {

@@ -268,3 +268,26 @@ func TestBackgroundFailureTold(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// Every attempt at a todo is a tool outcome: one retried after failing
+// and then skipped at the error point counts two failures, not none.
+func TestEveryAttemptRecorded(t *testing.T) {
+	exp, err := memory.NewExperience(newStore(t), memory.ExperienceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := scripted.New(cognition(false), plan)
+	a := agent(t, model, hooks.New(exp), true, func(c *orchestrator.Config) { c.Approvals.Error = true })
+	stops := run(t, a, "t1", "weekly sales", orchestrator.Decision{Action: orchestrator.ActionRetry}, orchestrator.Decision{Action: orchestrator.ActionSkip})
+	if len(stops) != 2 || stops[1].Kind != orchestrator.KindError {
+		t.Fatalf("stops %+v", stops)
+	}
+	stats, err := exp.Tools.Stats(context.Background(), "alice", "fetch the weekly sales figures")
+	if err != nil || len(stats) != 1 || stats[0].Failures != 2 || stats[0].Successes != 0 {
+		t.Errorf("stats %+v (%v); want two failures of sales", stats, err)
+	}
+	wf, err := exp.Workflows.FindSimilar(context.Background(), "alice", "weekly sales", 1)
+	if err != nil || len(wf) != 1 || wf[0].Successes != 0 {
+		t.Errorf("workflow %+v (%v); want one that did not succeed", wf, err)
+	}
+}
