@@ -265,33 +265,46 @@ func (s *Server) open(ctx context.Context) error {
 			return fmt.Errorf("server: %s: %w", db.Target, err)
 		}
 		s.closers = append(s.closers, s.rec.Close)
-		if s.store = s.opts.Store; s.store == nil {
-			b, err := storesqlite.NewBackend(ctx, d.DB())
-			if err != nil {
-				return fmt.Errorf("server: long-term store in %s: %w", db.Target, err)
-			}
-			if s.store, err = store.New(b, storeConfig()); err != nil {
-				return fmt.Errorf("server: long-term store: %w", err)
-			}
-		}
 	case *postgres.Driver:
 		if s.rec, err = records.OpenPostgres(ctx, d.Pool(), records.Options{}); err != nil {
 			return fmt.Errorf("server: %s: %w", db.Target, err)
 		}
 		s.closers = append(s.closers, s.rec.Close)
-		if s.store = s.opts.Store; s.store == nil {
-			b, err := storepg.NewBackend(ctx, d.Pool(), storepg.Options{})
-			if err != nil {
-				return fmt.Errorf("server: long-term store in %s: %w", db.Target, err)
-			}
-			if s.store, err = store.New(b, storeConfig()); err != nil {
-				return fmt.Errorf("server: long-term store: %w", err)
-			}
-		}
 	default:
 		return fmt.Errorf("server: database %s: unsupported checkpoint driver %T", db.Target, d)
 	}
+	if s.store = s.opts.Store; s.store == nil {
+		if s.store, err = OpenStore(ctx, db); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
 	return nil
+}
+
+// OpenStore opens the long-term store a Server keeps in db, beside its
+// threads, indexed with the offline lexical embedder: for a program that
+// reads and writes the same items as the server, such as weft run with the
+// marketing agent's memories. It shares db's connections; closing it
+// leaves db open.
+func OpenStore(ctx context.Context, db *dburl.DB) (*store.Store, error) {
+	var b store.Backend
+	var err error
+	switch d := db.Driver().(type) {
+	case *sqlite.Driver:
+		b, err = storesqlite.NewBackend(ctx, d.DB())
+	case *postgres.Driver:
+		b, err = storepg.NewBackend(ctx, d.Pool(), storepg.Options{})
+	default:
+		return nil, fmt.Errorf("database %s: unsupported checkpoint driver %T", db.Target, d)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("long-term store in %s: %w", db.Target, err)
+	}
+	st, err := store.New(b, storeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("long-term store: %w", err)
+	}
+	return st, nil
 }
 
 func (s *Server) closeAll() {

@@ -45,6 +45,9 @@ type Options struct {
 	Memory    orchestrator.Memory
 	Retriever orchestrator.ToolRetriever
 	Pauser    orchestrator.Pauser
+	// DefaultUser is the memory's user for a task that names none
+	// (orchestrator.Options.DefaultUser).
+	DefaultUser string
 }
 
 // New builds the marketing agent over model and svc.
@@ -79,5 +82,6 @@ func New(ctx context.Context, model llm.ChatModel, svc *service.Service, opts Op
 		Memory:       opts.Memory,
 		Retriever:    opts.Retriever,
 		Pauser:       opts.Pauser,
+		DefaultUser:  opts.DefaultUser,
 	})
 }

@@ -7,18 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weftlabs/weft/agent/events"
 	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
+	guideagent "github.com/weftlabs/weft/examples/guide/agent"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/providers"
+	"github.com/weftlabs/weft/memory/hooks"
+	"github.com/weftlabs/weft/server"
 )
 
 // The values of --approve.
@@ -47,6 +52,12 @@ type orchestrateConfig struct {
 	runConfig
 	approve, configPath, resultsDir string
 	stdin                           io.Reader
+	// user is whose memories the tasks use; userGiven says --user (or
+	// $WEFT_USER) named them, rather than the default.
+	user      string
+	userGiven bool
+	// memory turns long-term memory on.
+	memory bool
 }
 
 // runOrchestrated runs an orchestrator agent: a request through
@@ -101,11 +112,47 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 	if cfg.Results.Dir == "" {
 		cfg.Results.Dir = filepath.Join(dataDir, resultsDirName)
 	}
-	agent, err := e.Orchestrate(ctx, model, examples.OrchestrateOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode, Config: &cfg, Models: models})
+	oopts := examples.OrchestrateOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode, Config: &cfg, Models: models}
+	// What the tasks teach is written after each answer, in the
+	// background; its notes are kept and told once the agent closed.
+	var memMu sync.Mutex
+	var memNotes []string
+	if c.memory {
+		st, err := server.OpenStore(ctx, db)
+		if err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		defer st.Close()
+		oopts.Memory = st
+		// Failures are told here, in the notes: not logged twice.
+		oopts.Logger = slog.New(slog.DiscardHandler)
+		oopts.OnMemory = func(j hooks.Job, err error) {
+			memMu.Lock()
+			defer memMu.Unlock()
+			switch {
+			case err != nil:
+				memNotes = append(memNotes, fmt.Sprintf("· memory: could not record the %s for %s: %v", j.Kind, j.User, err))
+			case j.Kind == "task":
+				memNotes = append(memNotes, fmt.Sprintf("· memory: learned from task %d for %s", j.Task, j.User))
+			}
+		}
+	}
+	agent, err := e.Orchestrate(ctx, model, oopts)
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", e.Name, err)
 	}
-	defer agent.Close()
+	defer func() {
+		// Closing writes what is still queued for memory.
+		cerr := agent.Close()
+		memMu.Lock()
+		for _, n := range memNotes {
+			fmt.Fprintln(c.info, n)
+		}
+		memMu.Unlock()
+		if cerr != nil && err == nil {
+			err = fmt.Errorf("agent %s: %w", e.Name, cerr)
+		}
+	}()
 	g := agent.Agent.Graph
 
 	c.thread.where = db.Backend + " " + db.Target
@@ -113,14 +160,24 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 	if err != nil {
 		return err
 	}
-	answerLater := fmt.Sprintf("weft run --agent %s --thread %s%s", e.Name, shellQuote(thread), c.thread.db)
-	defer func() {
-		err = onInterrupt(ctx, err, fmt.Sprintf("thread %s is saved up to its last step: continue it with %s", thread, answerLater))
-	}()
 	snap, err := state(ctx, g, thread)
 	if err != nil {
 		return err
 	}
+	// A thread waiting for an answer is answered for the user it runs for.
+	if owner := orchestrator.User.Get(snap.Values); c.question == "" && owner != "" {
+		if c.userGiven && owner != c.user {
+			return fmt.Errorf("thread %s runs for user %s, not %s: answer it with --user %s", thread, owner, c.user, shellQuote(owner))
+		}
+		c.user = owner
+	}
+	answerLater := fmt.Sprintf("weft run --agent %s --thread %s%s", e.Name, shellQuote(thread), c.thread.db)
+	if c.user != guideagent.DefaultUser {
+		answerLater += " --user " + shellQuote(c.user)
+	}
+	defer func() {
+		err = onInterrupt(ctx, err, fmt.Sprintf("thread %s is saved up to its last step: continue it with %s", thread, answerLater))
+	}()
 	switch {
 	case c.question != "" && len(snap.Interrupts) > 0:
 		return fmt.Errorf("thread %s waits for an answer at an approval point; answer it first with %s (without a request)", thread, answerLater)
@@ -132,7 +189,9 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 		defer p.endLine()
 		opts := &graph.RunOptions{ThreadID: thread, StreamModes: []graph.StreamMode{graph.StreamCustom}, Busy: graph.BusyWait,
 			Metadata: map[string]any{graphIDKey: e.Name},
-			OnBusy:   func(*checkpoint.BusyError) { fmt.Fprintf(c.info, "thread %s is busy; waiting…\n", thread) }}
+			OnBusy:   func(*checkpoint.BusyError) { fmt.Fprintf(c.info, "thread %s is busy; waiting…\n", thread) },
+			// The memory's user, for every run of the thread here.
+			User: c.user}
 		for ev, err := range g.Stream(ctx, in, opts) {
 			if err != nil {
 				return fmt.Errorf("agent %s: %w", e.Name, err)
@@ -144,7 +203,7 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 		return nil
 	}
 	if c.question != "" {
-		if err := run(orchestrator.Input(c.question, "")); err != nil {
+		if err := run(orchestrator.Input(c.question, c.user)); err != nil {
 			return err
 		}
 	}

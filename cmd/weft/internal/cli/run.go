@@ -56,6 +56,7 @@ func toolMode(v, from string) (react.Mode, error) {
 func newRunCmd() *cobra.Command {
 	var agentName, modelName, threadID, newThread, dsn, tools, mcpConfig, user string
 	var approve, configPath, resultsDir string
+	withMemory := true
 	cmd := &cobra.Command{
 		Use:   "run --agent NAME [--model PROVIDER:MODEL] [--tools native|json] [--thread ID | --new-thread ID] QUESTION|-",
 		Short: "Ask an example agent a question, streaming its answer and tool calls",
@@ -80,7 +81,11 @@ func newRunCmd() *cobra.Command {
 			"The guide agent (document 004) plans a task and stops for you to approve, edit or reject the\n" +
 			"plan before any tool runs: the answers come from standard input, typed or piped (the question\n" +
 			"is then the arguments only), and --thread ID without a question answers the plan a saved run\n" +
-			"waits for. --user names whose long-term memories (preferences) it reads and writes.",
+			"waits for. --user names whose long-term memories (preferences) it reads and writes.\n\n" +
+			"The orchestrator agents (" + strings.Join(orchestratorAgents(), ", ") + ") learn from each task for --user, in the database beside\n" +
+			"the conversations, after the answer: a clarification reused 5 times is applied without asking, a step\n" +
+			"the user keeps accepting is approved by itself, a tool that keeps failing is advised against.\n" +
+			"--memory=false runs without.",
 		Example: "  weft run --agent career --model scripted:examples/career/demo.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent career --tools json --model scripted:examples/career/demo-json.yaml \"UX 디자이너가 되고 싶은데 어떻게 시작해야 할까요?\"\n" +
 			"  weft run --agent travel --model openai:gpt-4o-mini \"제주 인기 관광지 3곳을 추천하고 동선도 짜 주세요\"\n" +
@@ -104,8 +109,18 @@ func newRunCmd() *cobra.Command {
 			if e.Orchestrate == nil && !e.Reviews && cmd.Flags().Changed("approve") {
 				return fmt.Errorf("--approve is for the agents that stop for approval (%s), not %s", strings.Join(approvingAgents(), ", "), e.Name)
 			}
-			if cmd.Flags().Changed("user") && !e.Reviews {
+			if cmd.Flags().Changed("user") && !e.Reviews && e.Orchestrate == nil {
 				return fmt.Errorf("--user names whose long-term memories an agent keeps; %s keeps none", e.Name)
+			}
+			if cmd.Flags().Changed("memory") && e.Orchestrate == nil {
+				return fmt.Errorf("--memory is for the orchestrator agents (%s), not %s", strings.Join(orchestratorAgents(), ", "), e.Name)
+			}
+			userGiven := cmd.Flags().Changed("user")
+			if !userGiven {
+				user = cmp.Or(os.Getenv(userEnv), guideagent.DefaultUser)
+			}
+			if strings.TrimSpace(user) == "" {
+				return errors.New("--user is empty: name whose memories to use, e.g. --user jimin")
 			}
 			var question string
 			if e.Orchestrate != nil || e.Reviews {
@@ -142,15 +157,10 @@ func newRunCmd() *cobra.Command {
 				if mcpConfig != "" {
 					return fmt.Errorf("--mcp-config works with the ReAct agents, not with %s (an orchestrator agent)", e.Name)
 				}
-				return runOrchestrated(cmd.Context(), e, orchestrateConfig{runConfig: rc, approve: approve, configPath: configPath, resultsDir: resultsDir, stdin: cmd.InOrStdin()})
+				return runOrchestrated(cmd.Context(), e, orchestrateConfig{runConfig: rc, approve: approve, configPath: configPath, resultsDir: resultsDir,
+					stdin: cmd.InOrStdin(), user: user, userGiven: userGiven || os.Getenv(userEnv) != "", memory: withMemory})
 			}
 			if e.Reviews {
-				if !cmd.Flags().Changed("user") {
-					user = cmp.Or(os.Getenv(userEnv), guideagent.DefaultUser)
-				}
-				if strings.TrimSpace(user) == "" {
-					return errors.New("--user is empty: name whose memories to use, e.g. --user jimin")
-				}
 				return runReviewed(cmd.Context(), e, reviewConfig{runConfig: rc, user: user, approve: approve, stdin: cmd.InOrStdin()})
 			}
 			return run(cmd.Context(), rc)
@@ -168,7 +178,8 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&configPath, "config", "", "orchestrator agents: a YAML configuration replacing the agent's own (approvals, models per layer, tools, prompts)")
 	f.StringVar(&resultsDir, "results", "", "orchestrator agents: where step results, plans, charts and reports are saved (default "+resultsDirName+" beside the database)")
 	addMCPFlag(cmd, &mcpConfig)
-	f.StringVar(&user, "user", "", "guide: whose long-term memories (preferences) to read and write (default $"+userEnv+", else "+guideagent.DefaultUser+")")
+	f.StringVar(&user, "user", "", "guide and orchestrator agents: whose long-term memories to read and write (default $"+userEnv+", else "+guideagent.DefaultUser+")")
+	f.BoolVar(&withMemory, "memory", true, "orchestrator agents: learn from each task, per --user, in the database (past clarifications, step approvals, tool outcomes, plans), and use what was learned; --memory=false runs without")
 	return cmd
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
 	"github.com/weftlabs/weft/examples/apitest"
+	guideagent "github.com/weftlabs/weft/examples/guide/agent"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/providers"
@@ -53,6 +54,8 @@ type serveConfig struct {
 	version                                   string
 	log                                       io.Writer
 	ops                                       opsConfig
+	// memory gives the orchestrator agents long-term memory.
+	memory bool
 }
 
 func newServeCmd(version string) *cobra.Command {
@@ -99,6 +102,7 @@ func newServeCmd(version string) *cobra.Command {
 	f.StringVar(&c.tools, "tools", "", "how the model calls tools: "+toolsNative+" or "+toolsJSON+" (default $"+toolsEnv+", else "+toolsNative+")")
 	f.StringVar(&c.durability, "durability", string(graph.DurabilityAsync), "when a run's checkpoints are saved unless it asks: async (each step, in the background), sync (each step, before the next) or exit (once, at the run's end: fewest writes; a crash restarts the run from its input)")
 	f.IntVar(&c.workers, "workers", 0, fmt.Sprintf("the most runs executing at once (default %d)", server.DefaultWorkers))
+	f.BoolVar(&c.memory, "memory", true, "the orchestrator agents ("+strings.Join(orchestratorAgents(), ", ")+") learn from each task, per user, in the database, and use what they learned; --memory=false serves them without")
 	f.BoolVar(&c.insecure, "insecure-no-auth", false, "listen beyond loopback without API keys: anyone who reaches the server may read and run every thread")
 	f.DurationVar(&c.grace, "shutdown-timeout", 30*time.Second, "how long a shutdown lets the runs going finish before it leaves them to be resumed")
 	f.StringSliceVar(&c.corsOrigins, "cors-origins", nil, "origins browsers may call from (default any)")
@@ -200,6 +204,9 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 	if db.Backend == "sqlite" {
 		dataDir = filepath.Dir(db.Target)
 	}
+	if c.memory {
+		log.Info("weft serve: the orchestrator agents learn from each task, per user, in " + db.Backend + " " + db.Target + " (--memory=false to serve them without)")
+	}
 	var closers []func() error
 	closeAll := func() {
 		for _, f := range closers {
@@ -226,7 +233,7 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 			m = tel.WrapModel(dm, "scripted:"+demo)
 		}
 		if e.Orchestrate != nil {
-			out[e.Name] = func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+			out[e.Name] = func(saver *checkpoint.Saver, st *store.Store) (*graph.Graph, error) {
 				// Its results (step results, plans, charts, reports) go
 				// beside the database, as weft run puts them.
 				cfg, err := e.Config()
@@ -234,7 +241,14 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 					return nil, fmt.Errorf("agent %s: %w", e.Name, err)
 				}
 				cfg.Results.Dir = filepath.Join(dataDir, resultsDirName)
-				a, err := e.Orchestrate(ctx, m, examples.OrchestrateOptions{Saver: saver, DataDir: dataDir, Mode: mode, Config: &cfg})
+				oopts := examples.OrchestrateOptions{Saver: saver, DataDir: dataDir, Mode: mode, Config: &cfg}
+				if c.memory {
+					// Its memories live in the server's store, per run's
+					// user; without API keys every run is the user
+					// weft run names by default.
+					oopts.Memory, oopts.DefaultUser, oopts.Logger = st, guideagent.DefaultUser, log
+				}
+				a, err := e.Orchestrate(ctx, m, oopts)
 				if err != nil {
 					return nil, fmt.Errorf("agent %s: %w", e.Name, err)
 				}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
 	"github.com/weftlabs/weft/memory"
+	"github.com/weftlabs/weft/memory/hooks"
 	"github.com/weftlabs/weft/store"
 	storesqlite "github.com/weftlabs/weft/store/sqlite"
 	"github.com/weftlabs/weft/tool"
@@ -78,6 +80,21 @@ type OrchestrateOptions struct {
 	Config *orchestrator.Config
 	// Models override the model passed to Orchestrate per layer.
 	Models orchestrator.Models
+	// Memory, when set, is where the agent keeps what its tasks teach
+	// (document 001's plan, tool, clarification, behaviour and workflow
+	// memories, per user: memory.Experience behind memory/hooks): the
+	// long-term store of the threads' database, so memories survive
+	// restarts. The writes are made in the background after each answer.
+	// nil runs the agent without long-term memory.
+	Memory *store.Store
+	// DefaultUser is the memory's user for a task that names none: not
+	// the run (graph.RunOptions.User), nor its input.
+	DefaultUser string
+	// OnMemory, if set, is told of each background write of memory once
+	// it ended: err is nil when it was written, else why not.
+	OnMemory func(j hooks.Job, err error)
+	// Logger receives memory's failures (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // OrchestratorAgent is an example orchestrator agent.
@@ -309,22 +326,48 @@ func openGuide(ctx context.Context, model llm.ChatModel, opts OpenOptions) (*Age
 	}, nil
 }
 
+// memoryCloseTimeout bounds how long closing an orchestrator agent waits
+// for the memory writes still queued: the answers are out by then, and
+// what is not written in time is told and dropped.
+const memoryCloseTimeout = time.Minute
+
 func openMarketing(ctx context.Context, model llm.ChatModel, opts OrchestrateOptions) (*OrchestratorAgent, error) {
-	svc, err := marketingservice.Open(ctx, serviceDB(opts.DataDir, "marketing"))
-	if err != nil {
-		return nil, fmt.Errorf("marketing service: %w", err)
-	}
-	a, err := marketingagent.New(ctx, model, svc, marketingagent.Options{
+	var bg *hooks.Background
+	mopts := marketingagent.Options{
 		Config:       opts.Config,
 		Models:       opts.Models,
 		Checkpointer: opts.Saver,
 		Mode:         opts.Mode,
-	})
-	if err != nil {
-		svc.Close()
-		return nil, err
+		DefaultUser:  opts.DefaultUser,
 	}
-	return &OrchestratorAgent{Agent: a, Close: svc.Close}, nil
+	if opts.Memory != nil {
+		exp, err := memory.NewExperience(opts.Memory, memory.ExperienceOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("marketing memory: %w", err)
+		}
+		if bg, err = hooks.NewBackground(exp, &hooks.BackgroundOptions{OnDone: opts.OnMemory, Logger: opts.Logger}); err != nil {
+			return nil, fmt.Errorf("marketing memory: %w", err)
+		}
+		mopts.Memory = bg.Hooks()
+	}
+	closeMemory := func() error {
+		if bg == nil {
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), memoryCloseTimeout)
+		defer cancel()
+		return bg.Close(cctx)
+	}
+	svc, err := marketingservice.Open(ctx, serviceDB(opts.DataDir, "marketing"))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("marketing service: %w", err), closeMemory())
+	}
+	a, err := marketingagent.New(ctx, model, svc, mopts)
+	if err != nil {
+		return nil, errors.Join(err, closeMemory(), svc.Close())
+	}
+	// The memory writes still queued are made before the service closes.
+	return &OrchestratorAgent{Agent: a, Close: func() error { return errors.Join(closeMemory(), svc.Close()) }}, nil
 }
 
 // buildMarketing builds the marketing agent's graph over a model without
