@@ -12,6 +12,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/examples"
+	"github.com/weftlabs/weft/internal/pgtest"
 	"github.com/weftlabs/weft/server/apikey"
 )
 
@@ -301,5 +302,24 @@ func TestMemoryThreadUser(t *testing.T) {
 	_, info, err = executeIn(t, "accept\n", "run", "--agent", "marketing", "--model", rest, "--thread", m[1])
 	if err != nil || !strings.Contains(info, "· memory: learned from task 1 for later-alice\n") {
 		t.Errorf("answered later: %v\n%s", err, info)
+	}
+}
+
+// The memories live in PostgreSQL with --db postgres://, beside the
+// threads, and survive from one process to the next.
+func TestMemoryPostgres(t *testing.T) {
+	runEnv(t)
+	url := pgtest.NewDatabase(t, "weft_cli_memory_")
+	cfg := marketingConfig(t, "step: false", "step: true", "preparation: auto", "preparation: light")
+	model := memoryScript(t, false, segmentsTodo, "세그먼트를 정리했습니다.", noActions)
+	// With PostgreSQL the service data and the results go to the current
+	// directory.
+	t.Chdir(t.TempDir())
+	stepPrompt := "or skip [reason]? accept\n"
+	for i, wantAsked := range []bool{true, true, false} {
+		info, _ := runMarketing(t, "pg-alice", model, "accept\naccept\n", "--config", cfg, "--db", url)
+		if asked := strings.Contains(info, stepPrompt); asked != wantAsked {
+			t.Errorf("run %d asked at the step: %v, want %v\n%s", i+1, asked, wantAsked, info)
+		}
 	}
 }
