@@ -109,7 +109,7 @@ func approvals(t *testing.T, db, thread string) []orchestrator.ApprovalRecord {
 func runMarketing(t *testing.T, user, model, answers string, args ...string) (string, string) {
 	t.Helper()
 	all := append([]string{"run", "--agent", "marketing", "--user", user, "--model", model}, args...)
-	_, info, err := executeIn(t, answers, append(all, "지난 분기 고객 세그먼트별 성과를 정리해 줘")...)
+	_, info, err := executeIn(t, answers, append(all, "고객 세그먼트별 성과를 정리해 줘")...)
 	if err != nil {
 		t.Fatalf("weft %s: %v\n%s", strings.Join(all, " "), err, info)
 	}
@@ -124,9 +124,12 @@ func runMarketing(t *testing.T, user, model, answers string, args ...string) (st
 // confidence 1 × the similarity of the same request: at least 0.9) is
 // applied without asking the next time: a status line says so and the
 // approval history records it by "memory". Another user is asked.
+//
+// It plays the command sequence docs/memory.md gives, with the script it
+// names.
 func TestMemoryClarificationReused(t *testing.T) {
 	db := marketingEnv(t)
-	model := memoryScript(t, true, segmentsTodo, "세그먼트를 정리했습니다.", noActions)
+	model := "scripted:../../../../examples/marketing/demo-clarify.yaml"
 	info, _ := runMarketing(t, "clar-alice", model, "지난 분기\naccept\n")
 	inOrder(t, "run 1", info, "question: 어느 기간의 성과를 볼까요?\n", "answer the question (or: proceed, reuse [ID]): 지난 분기\n", "· memory: learned from task 1 for clar-alice\n")
 	for i := 1; i <= 5; i++ {
@@ -320,6 +323,25 @@ func TestMemoryPostgres(t *testing.T) {
 		info, _ := runMarketing(t, "pg-alice", model, "accept\naccept\n", "--config", cfg, "--db", url)
 		if asked := strings.Contains(info, stepPrompt); asked != wantAsked {
 			t.Errorf("run %d asked at the step: %v, want %v\n%s", i+1, asked, wantAsked, info)
+		}
+	}
+}
+
+// The step approval demo of docs/memory.md, with demo.yaml's seven todos:
+// after two runs whose every step was accepted, the third approves them
+// all by memory.
+func TestMemoryStepDemo(t *testing.T) {
+	marketingEnv(t)
+	cfg := marketingConfig(t, "step: false", "step: true", "preparation: auto", "preparation: light")
+	accepts := strings.Repeat("accept\n", 20)
+	for i := range 3 {
+		_, info, err := executeIn(t, accepts, "run", "--agent", "marketing", "--user", "demo-jimin", "--config", cfg, "--model", marketingDemo, marketingAsk)
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", i+1, err, info)
+		}
+		asked, byMemory := strings.Count(info, "or skip [reason]? accept\n"), strings.Count(info, "approved by memory: predicted acceptance 0.85\n")
+		if want := []int{7, 7, 0}[i]; asked != want || byMemory != 7-want {
+			t.Errorf("run %d: %d steps asked, %d approved by memory; want %d and %d\n%s", i+1, asked, byMemory, want, 7-want, info)
 		}
 	}
 }
