@@ -14,9 +14,14 @@
 // confidence; a step's acceptance is predicted from the user's past answers
 // to step approvals of its tool; tools are boosted by their success rate
 // for similar steps (× 0.3 × the cold-start multiplier) and avoided after
-// repeated failures; and every finished task is recorded: each todo's tool
-// outcome, each of the user's approval answers, the plan as proposed and as
+// repeated failures; and every finished task is recorded: each attempt at
+// each todo as a tool outcome, each of the user's approval answers, the plan as proposed and as
 // run, and the workflow.
+//
+// NewBackground gives the same hooks with the writes taken off the run's
+// path: queued, made by a goroutine of its own, retried, and told when
+// they fail; a user's reads wait for that user's queued writes. weft run
+// and weft serve wire it into the marketing agent.
 package hooks
 
 import (
