@@ -266,6 +266,9 @@ func TestStepApproval(t *testing.T) {
 				if st.Mode != "detailed" || st.Readiness != 1 || len(st.Missing) != 0 || len(st.Tools) == 0 || len(st.Schema) == 0 {
 					t.Errorf("step %+v: want a detailed preparation", st)
 				}
+				if st.Description == "" {
+					t.Errorf("step %+v: want the tool's description", st)
+				}
 				if r.stop.Problem != "" {
 					problems++
 				}
@@ -300,6 +303,41 @@ func onceEach(t *testing.T, evs []events.Event) {
 			t.Errorf("told twice: %s (progress %v)", key, progress(evs))
 		}
 		seen[key] = true
+	}
+}
+
+// A step approval in light mode still shows the tool's schema and
+// description, so that a client can build the parameters' form; the
+// model is not asked for parameters.
+func TestStepApprovalLightShowsSchema(t *testing.T) {
+	f := &fixture{}
+	model := scripted.New(cognition(), plan(fetch("t1", "sales")), llmAnswer("ok"))
+	a := newAgent(t, f, model, setup{config: func(c *orchestrator.Config) {
+		c.Approvals.Plan = false
+		c.Approvals.Step = true
+		c.Execution.Preparation = orchestrator.PrepareLight
+	}})
+	r := drive(t, a, "th", orchestrator.Input("sales", ""))
+	if r.err != nil || r.stop == nil || r.stop.Kind != orchestrator.KindStep {
+		t.Fatalf("err %v stop %+v; want a step approval", r.err, r.stop)
+	}
+	st := r.stop.Step
+	var schema struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(st.Schema, &schema); err != nil || schema.Type != "object" || schema.Properties["kind"] == nil {
+		t.Errorf("step schema %s (%v): want the fetch tool's object schema with kind", st.Schema, err)
+	}
+	if st.Mode != "light" || st.Description == "" {
+		t.Errorf("step mode %q, description %q: want light, and the tool's description", st.Mode, st.Description)
+	}
+	r = drive(t, a, "th", resume(orchestrator.Decision{Action: "accept"}))
+	if r.err != nil || r.stop != nil {
+		t.Fatalf("err %v stop %+v", r.err, r.stop)
+	}
+	if diff := cmp.Diff([]string{"fetch:sales"}, sortedCalls(f)); diff != "" {
+		t.Errorf("tool calls (-want +got):\n%s", diff)
 	}
 }
 

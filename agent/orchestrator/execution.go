@@ -361,8 +361,18 @@ func (a *Agent) stepApproval(ctx context.Context, s graph.State) (graph.Update, 
 			approved = append(approved, st)
 			continue
 		}
+		// The person sees the tool's description and schema (light mode
+		// prepared the step without them), to edit its parameters.
+		shown := st
+		if ts := a.tools[st.Tool]; ts != nil {
+			spec := ts.tool.Spec()
+			shown.Description = spec.Description
+			if len(shown.Schema) == 0 {
+				shown.Schema = spec.Parameters
+			}
+		}
 		req := Request{Kind: KindStep, Message: fmt.Sprintf("Run %s: %s with %s?", st.Todo.ID, st.Todo.Title, st.Tool),
-			Actions: []Action{ActionAccept, ActionEdit, ActionSkip}, Step: &st}
+			Actions: []Action{ActionAccept, ActionEdit, ActionSkip}, Step: &shown}
 	asking:
 		for {
 			d, err := ask(ctx, req)

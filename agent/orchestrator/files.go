@@ -26,10 +26,22 @@ func (a *Agent) TaskDir(thread string, task int) string {
 	if a.cfg.Results.Dir == "" {
 		return ""
 	}
+	return filepath.Join(ThreadDir(a.cfg.Results.Dir, thread), fmt.Sprintf("task-%d", task))
+}
+
+// ThreadDir is the directory under the results directory dir that holds a
+// thread's task-N directories: dir/THREAD, the thread id made a file name
+// of its own as TaskDir makes it ("run" for a run without a thread). A
+// server finds a thread's files there (server.Options.ThreadFiles); ""
+// when dir is "".
+func ThreadDir(dir, thread string) string {
+	if dir == "" {
+		return ""
+	}
 	if thread == "" {
 		thread = "run"
 	}
-	return filepath.Join(a.cfg.Results.Dir, safeName(thread), fmt.Sprintf("task-%d", task))
+	return filepath.Join(dir, safeName(thread))
 }
 
 // safeName makes s a file name that stays inside its directory and is

@@ -48,8 +48,13 @@ type Step struct {
 	Params json.RawMessage `json:"params"`
 	// Mode is "light" or "detailed".
 	Mode string `json:"mode"`
-	// Schema is the tool's parameter schema (detailed mode).
+	// Schema is the tool's parameter schema: in detailed mode, and in a
+	// step approval's request whatever the mode, so that a client can
+	// build the parameters' form from it.
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// Description is the tool's description, in a step approval's
+	// request.
+	Description string `json:"description,omitempty"`
 	// Missing names required parameters without a value (detailed mode).
 	Missing []string `json:"missing,omitempty"`
 	// Readiness is the share of required parameters that have a value

@@ -279,6 +279,9 @@ func TestTaskDirKeepsThreadsApart(t *testing.T) {
 	seen := map[string]string{}
 	for _, th := range threads {
 		dir := a.TaskDir(th, 1)
+		if td := orchestrator.ThreadDir(root, th); filepath.Dir(dir) != td {
+			t.Errorf("thread %q: ThreadDir is %s, want the parent of TaskDir %s", th, td, dir)
+		}
 		rel, err := filepath.Rel(root, dir)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || strings.Count(filepath.ToSlash(rel), "/") != 1 {
 			t.Errorf("thread %q: %s is not one directory inside %s", th, dir, root)
@@ -287,6 +290,9 @@ func TestTaskDirKeepsThreadsApart(t *testing.T) {
 			t.Errorf("threads %q and %q share %s", other, th, dir)
 		}
 		seen[dir] = th
+	}
+	if d := orchestrator.ThreadDir("", "t1"); d != "" {
+		t.Errorf(`ThreadDir("", "t1") = %q, want "" (results not saved)`, d)
 	}
 }
 
