@@ -30,6 +30,7 @@ import (
 	"github.com/weftlabs/weft/llm/providers"
 	"github.com/weftlabs/weft/llm/scripted"
 	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/server/webui"
 	"github.com/weftlabs/weft/store"
 	"github.com/weftlabs/weft/telemetry"
 )
@@ -49,6 +50,7 @@ type serveConfig struct {
 	toolsFrom                                 string
 	workers                                   int
 	insecure                                  bool
+	ui                                        bool
 	grace                                     time.Duration
 	corsOrigins                               []string
 	version                                   string
@@ -105,6 +107,7 @@ func newServeCmd(version string) *cobra.Command {
 	f.BoolVar(&c.memory, "memory", true, "the orchestrator agents ("+strings.Join(orchestratorAgents(), ", ")+") learn from each task, per user, in the database, and use what they learned; --memory=false serves them without")
 	f.BoolVar(&c.insecure, "insecure-no-auth", false, "listen beyond loopback without API keys: anyone who reaches the server may read and run every thread")
 	f.DurationVar(&c.grace, "shutdown-timeout", 30*time.Second, "how long a shutdown lets the runs going finish before it leaves them to be resumed")
+	f.BoolVar(&c.ui, "ui", true, "serve the web UI at / (its files under /ui/); --ui=false serves the API alone")
 	f.StringSliceVar(&c.corsOrigins, "cors-origins", nil, "origins browsers may call from (default any)")
 	addDBFlag(cmd, &c.dsn, "database for threads, runs and checkpoints")
 	addOpsFlags(f, &c.ops)
@@ -147,16 +150,21 @@ func serve(ctx context.Context, c serveConfig) error {
 	if err != nil {
 		return err
 	}
+	handler, err := withUI(srv, c.ui)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		return err
+	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		_ = srv.Shutdown(context.Background())
 		return fmt.Errorf("--addr %s: %w", c.addr, err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	ids := slices.Sorted(maps.Keys(graphs))
-	log.Info("weft serve: listening", "url", "http://"+ln.Addr().String(), "db", db.Backend+" "+db.Target, "graphs", strings.Join(ids, ","))
+	log.Info("weft serve: listening", "url", "http://"+ln.Addr().String(), "db", db.Backend+" "+db.Target, "graphs", strings.Join(ids, ","), "ui", c.ui)
 	select {
 	case err := <-served:
 		_ = srv.Shutdown(context.Background())
@@ -178,6 +186,62 @@ func serve(ctx context.Context, c serveConfig) error {
 	return nil
 }
 
+// WithUI returns the handler weft serve serves: api, with the web UI
+// (package webui) at / and under /ui/ when ui is true.
+func WithUI(api http.Handler, ui bool) (http.Handler, error) { return withUI(api, ui) }
+
+func withUI(api http.Handler, ui bool) (http.Handler, error) {
+	if !ui {
+		return api, nil
+	}
+	h, err := webui.New()
+	if err != nil {
+		return nil, err
+	}
+	return h.Mount(api), nil
+}
+
+// ExampleGraphsOptions configure ExampleGraphs.
+type ExampleGraphsOptions struct {
+	// DataDir holds the example services' data and the orchestrator's
+	// results, as the directory of weft serve's SQLite database does.
+	DataDir string
+	// Model answers for every chat agent; nil plays each agent's offline
+	// demo script, as weft serve does without --model.
+	Model llm.ChatModel
+	// WrapModel, if set, wraps each agent's model (the demo script's or
+	// Model), e.g. to pace its stream in a test.
+	WrapModel func(agent string, m llm.ChatModel) llm.ChatModel
+	// Logger receives what weft serve would log; nil discards it.
+	Logger *slog.Logger
+}
+
+// ExampleGraphs builds the example agents' graphs exactly as weft serve
+// --graphs examples serves them, for programs that drive weft serve's
+// handler in-process (the browser tests). Demo scripts are read from the
+// working directory, the repository's root. close releases the agents'
+// services once the graphs are no longer served.
+func ExampleGraphs(ctx context.Context, opts *ExampleGraphsOptions) (graphs map[string]server.GraphFunc, close func(), err error) {
+	if opts == nil {
+		opts = &ExampleGraphsOptions{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return exampleGraphs(ctx, graphsConfig{model: opts.Model, wrap: opts.WrapModel, dataDir: opts.DataDir}, react.NativeTools, nil, log)
+}
+
+// graphsConfig is what the example graphs are built with.
+type graphsConfig struct {
+	model   llm.ChatModel
+	wrap    func(agent string, m llm.ChatModel) llm.ChatModel
+	dataDir string
+	// memory gives the orchestrator agents their memories in the
+	// server's store (weft serve's --memory).
+	memory bool
+}
+
 // servedGraphs builds what --graphs names.
 func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.Mode, tel *telemetry.Telemetry, log *slog.Logger) (map[string]server.GraphFunc, func(), error) {
 	out := map[string]server.GraphFunc{}
@@ -191,22 +255,29 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 	default:
 		return nil, nil, fmt.Errorf("--graphs %q: want %s (the example agents) or %s (the LangGraph Server API's test graphs)", c.graphs, graphsExamples, graphsAPITest)
 	}
-	var model llm.ChatModel
+	gc := graphsConfig{dataDir: "."}
 	if c.model != "" {
 		m, err := providers.Open(ctx, c.model)
 		if err != nil {
 			return nil, nil, err
 		}
-		model = tel.WrapModel(m, c.model)
+		gc.model = tel.WrapModel(m, c.model)
 		log.Info("weft serve: the example agents answer with " + c.model)
 	}
-	dataDir := "."
 	if db.Backend == "sqlite" {
-		dataDir = filepath.Dir(db.Target)
+		gc.dataDir = filepath.Dir(db.Target)
 	}
+	gc.memory = c.memory
 	if c.memory {
 		log.Info("weft serve: the orchestrator agents learn from each task, per user, in " + db.Backend + " " + db.Target + " (--memory=false to serve them without)")
 	}
+	return exampleGraphs(ctx, gc, mode, tel, log)
+}
+
+// exampleGraphs builds the example agents' graphs.
+func exampleGraphs(ctx context.Context, gc graphsConfig, mode react.Mode, tel *telemetry.Telemetry, log *slog.Logger) (map[string]server.GraphFunc, func(), error) {
+	out := map[string]server.GraphFunc{}
+	model, dataDir := gc.model, gc.dataDir
 	var closers []func() error
 	closeAll := func() {
 		for _, f := range closers {
@@ -232,6 +303,9 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 			log.Warn("weft serve: " + e.Name + " answers with its offline scripted demo model (" + demo + "), the same replies in turn whatever is asked, not a real model; pass --model or set $" + modelEnv + " for one")
 			m = tel.WrapModel(dm, "scripted:"+demo)
 		}
+		if gc.wrap != nil {
+			m = gc.wrap(e.Name, m)
+		}
 		if e.Orchestrate != nil {
 			out[e.Name] = func(saver *checkpoint.Saver, st *store.Store) (*graph.Graph, error) {
 				// Its results (step results, plans, charts, reports) go
@@ -242,7 +316,7 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 				}
 				cfg.Results.Dir = filepath.Join(dataDir, resultsDirName)
 				oopts := examples.OrchestrateOptions{Saver: saver, DataDir: dataDir, Mode: mode, Config: &cfg}
-				if c.memory {
+				if gc.memory {
 					// Its memories live in the server's store, per run's
 					// user; without API keys every run is the user
 					// weft run names by default.

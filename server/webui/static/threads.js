@@ -1,0 +1,133 @@
+// threads.js: the list of past threads: search, open, rename, delete.
+
+import { api } from "./api.js";
+import { h, clear, $ } from "./dom.js";
+import { t, formatDate } from "./i18n.js";
+
+const PAGE = 50;
+
+function titleOf(th) {
+  const m = th.metadata || {};
+  return m.title || th.thread_id.slice(0, 8);
+}
+
+/** Threads is the side list of the user's threads, newest first. */
+export class Threads {
+  constructor({ list, search, more, onOpen, onDeleted, onRenamed, notice }) {
+    Object.assign(this, { list, search, more, onOpen, onDeleted, onRenamed, notice });
+    this.items = [];
+    this.selected = "";
+    this.limit = PAGE;
+    this.total = 0;
+    let timer;
+    search.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => this.load(), 200);
+    });
+    more.addEventListener("click", () => {
+      this.limit += PAGE;
+      this.load();
+    });
+  }
+
+  /** load(): the first page of threads matching the search box. */
+  async load() {
+    const q = this.search.value.trim();
+    const body = { limit: this.limit, sort_by: "updated_at", sort_order: "desc" };
+    if (q) body.query = q;
+    try {
+      const res = await api.raw("POST", "/threads/search", body);
+      this.items = (await res.json()) || [];
+      this.total = Number(res.headers.get("x-pagination-total") || this.items.length);
+    } catch (err) {
+      this.notice(t("error.load", { message: err.message }));
+      return;
+    }
+    this.render();
+  }
+
+  select(id) {
+    this.selected = id;
+    for (const li of this.list.querySelectorAll("li[data-thread-id]")) {
+      const btn = li.querySelector(".open");
+      if (li.dataset.threadId === id) btn.setAttribute("aria-current", "true");
+      else btn.removeAttribute("aria-current");
+    }
+  }
+
+  render() {
+    clear(this.list);
+    const q = this.search.value.trim();
+    if (this.items.length === 0) {
+      this.list.appendChild(h("li", { class: "muted empty", text: q ? t("threads.noMatch") : t("threads.empty") }));
+    }
+    for (const th of this.items) {
+      const title = titleOf(th);
+      const status = th.status || "idle";
+      this.list.appendChild(
+        h(
+          "li",
+          { "data-thread-id": th.thread_id, "data-testid": "thread-item" },
+          h(
+            "button",
+            {
+              type: "button",
+              class: "open",
+              "aria-current": th.thread_id === this.selected ? "true" : null,
+              "aria-label": t("threads.open", { title }),
+              "data-testid": "thread-open",
+              onclick: () => this.onOpen(th.thread_id),
+            },
+            h("span", { class: "title", text: title }),
+            h("span", { class: "meta" }, h("span", { class: ["dot", status], "aria-hidden": "true" }), h("span", { text: `${t(`threads.status.${status}`)} · ${formatDate(th.updated_at)}` })),
+          ),
+          h("button", { type: "button", class: "icon small", "aria-label": t("threads.renameOf", { title }), title: t("threads.rename"), "data-testid": "thread-rename", onclick: () => this.rename(th) }, "✎"),
+          h("button", { type: "button", class: "icon small", "aria-label": t("threads.deleteOf", { title }), title: t("threads.delete"), "data-testid": "thread-delete", onclick: () => this.remove(th) }, "🗑"),
+        ),
+      );
+    }
+    this.more.hidden = this.items.length >= this.total;
+  }
+
+  async rename(th) {
+    const dialog = $("#rename-dialog");
+    const input = $("#rename-input");
+    input.value = titleOf(th);
+    dialog.returnValue = "";
+    const answer = await new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok" ? input.value.trim() : null), { once: true });
+      dialog.showModal();
+      input.select();
+    });
+    if (!answer) return this.focusRow(th.thread_id, "thread-rename");
+    try {
+      await api.patch(`/threads/${th.thread_id}`, { metadata: { title: answer } });
+    } catch (err) {
+      this.notice(err.message);
+      return;
+    }
+    this.onRenamed(th.thread_id, answer);
+    await this.load();
+    this.focusRow(th.thread_id, "thread-rename");
+  }
+
+  async remove(th) {
+    if (!window.confirm(t("threads.confirmDelete", { title: titleOf(th) }))) return;
+    try {
+      await api.del(`/threads/${th.thread_id}`);
+    } catch (err) {
+      this.notice(err.message);
+      return;
+    }
+    this.onDeleted(th.thread_id);
+    await this.load();
+    const first = this.list.querySelector("button");
+    if (first) first.focus();
+  }
+
+  focusRow(id, testid) {
+    const li = this.list.querySelector(`li[data-thread-id="${id}"]`);
+    const b = li && li.querySelector(`[data-testid="${testid}"]`);
+    if (b) b.focus();
+  }
+}
