@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
@@ -20,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/cli"
@@ -73,6 +75,7 @@ type testServer struct {
 	addr   string
 	graphs map[string]server.GraphFunc
 	close  func()
+	keys   map[string]string
 
 	mu  sync.Mutex
 	db  *dburl.DB
@@ -84,6 +87,12 @@ type testServer struct {
 type serverOptions struct {
 	// APIKeys, if set, requires one of these keys (user → key).
 	APIKeys map[string]string
+	// Model, if set, answers for every example agent instead of its demo
+	// script (e.g. scripted.Parse of a test's own script).
+	Model llm.ChatModel
+	// Configure, if set, changes an orchestrator agent's configuration
+	// (e.g. approvals) before it is built.
+	Configure func(agent string, c *orchestrator.Config)
 }
 
 // startServer starts weft serve's handler for the test and stops it when
@@ -100,6 +109,8 @@ func startServer(t *testing.T, opts *serverOptions) *testServer {
 	ctx := context.Background()
 	graphs, closeGraphs, err := cli.ExampleGraphs(ctx, &cli.ExampleGraphsOptions{
 		DataDir:   s.dir,
+		Model:     opts.Model,
+		Configure: opts.Configure,
 		WrapModel: func(_ string, m llm.ChatModel) llm.ChatModel { return &gatedModel{inner: m, gate: s.Gate} },
 	})
 	if err != nil {
@@ -110,7 +121,8 @@ func startServer(t *testing.T, opts *serverOptions) *testServer {
 	// The models and services live across restarts, as a model does: a
 	// restart resumes where the scripts were.
 	s.graphs, s.close = graphs, closeGraphs
-	if err := s.start(opts); err != nil {
+	s.keys = opts.APIKeys
+	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -121,7 +133,7 @@ func startServer(t *testing.T, opts *serverOptions) *testServer {
 	return s
 }
 
-func (s *testServer) start(opts *serverOptions) error {
+func (s *testServer) start() error {
 	ctx := context.Background()
 	db, err := dburl.Open(ctx, filepath.Join(s.dir, "weft.db"), dburl.Options{})
 	if err != nil {
@@ -137,9 +149,9 @@ func (s *testServer) start(opts *serverOptions) error {
 		WorkerTTL: 3 * time.Second,
 		LeaseTTL:  3 * time.Second,
 	}
-	if len(opts.APIKeys) > 0 {
+	if len(s.keys) > 0 {
 		var keys []apikey.Key
-		for user, key := range opts.APIKeys {
+		for user, key := range s.keys {
 			keys = append(keys, apikey.Key{User: user, Key: key})
 		}
 		set, err := apikey.New(keys...)
@@ -216,20 +228,23 @@ func (s *testServer) stop() {
 }
 
 // Restart stops the server as weft serve stops, and starts it again on
-// the same database and address.
+// the same database and address, with the same graphs (and models, whose
+// scripts go on where they were).
 func (s *testServer) Restart() {
 	s.t.Helper()
 	s.stop()
-	if err := s.start(&serverOptions{}); err != nil {
+	if err := s.start(); err != nil {
 		s.t.Fatalf("restart: %v", err)
 	}
 }
 
-// RestartWithKeys is Restart requiring API keys afterwards.
+// RestartWithKeys is Restart requiring these API keys (user → key)
+// afterwards; nil turns authentication off.
 func (s *testServer) RestartWithKeys(keys map[string]string) {
 	s.t.Helper()
 	s.stop()
-	if err := s.start(&serverOptions{APIKeys: keys}); err != nil {
+	s.keys = keys
+	if err := s.start(); err != nil {
 		s.t.Fatalf("restart: %v", err)
 	}
 }
@@ -557,7 +572,7 @@ func (p *page) screenshot(path string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, waitTimeout)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		p.t.Fatalf("screenshot: %v", err)
 	}
@@ -589,7 +604,7 @@ func (p *page) saveArtifacts() {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80)); err == nil {
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
 		path := filepath.Join(dir, name+".png")
 		if err := os.WriteFile(path, png, 0o644); err == nil {
 			p.t.Logf("screenshot of the failure: %s", path)
@@ -625,4 +640,10 @@ func (s *testServer) apiPost(path, body string) (int, string) {
 		s.t.Fatalf("POST %s: reading: %v", path, err)
 	}
 	return res.StatusCode, string(b)
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

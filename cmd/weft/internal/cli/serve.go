@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weftlabs/weft/agent/orchestrator"
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
@@ -212,6 +213,10 @@ type ExampleGraphsOptions struct {
 	// WrapModel, if set, wraps each agent's model (the demo script's or
 	// Model), e.g. to pace its stream in a test.
 	WrapModel func(agent string, m llm.ChatModel) llm.ChatModel
+	// Configure, if set, changes an orchestrator agent's configuration
+	// (its default, as weft serve uses it) before the agent is built,
+	// e.g. to turn on step approvals in a test.
+	Configure func(agent string, c *orchestrator.Config)
 	// Logger receives what weft serve would log; nil discards it.
 	Logger *slog.Logger
 }
@@ -229,14 +234,15 @@ func ExampleGraphs(ctx context.Context, opts *ExampleGraphsOptions) (graphs map[
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return exampleGraphs(ctx, graphsConfig{model: opts.Model, wrap: opts.WrapModel, dataDir: opts.DataDir}, react.NativeTools, nil, log)
+	return exampleGraphs(ctx, graphsConfig{model: opts.Model, wrap: opts.WrapModel, configure: opts.Configure, dataDir: opts.DataDir}, react.NativeTools, nil, log)
 }
 
 // graphsConfig is what the example graphs are built with.
 type graphsConfig struct {
 	model   llm.ChatModel
-	wrap    func(agent string, m llm.ChatModel) llm.ChatModel
-	dataDir string
+	wrap      func(agent string, m llm.ChatModel) llm.ChatModel
+	configure func(agent string, c *orchestrator.Config)
+	dataDir   string
 	// memory gives the orchestrator agents their memories in the
 	// server's store (weft serve's --memory).
 	memory bool
@@ -315,6 +321,9 @@ func exampleGraphs(ctx context.Context, gc graphsConfig, mode react.Mode, tel *t
 					return nil, fmt.Errorf("agent %s: %w", e.Name, err)
 				}
 				cfg.Results.Dir = filepath.Join(dataDir, resultsDirName)
+				if gc.configure != nil {
+					gc.configure(e.Name, &cfg)
+				}
 				oopts := examples.OrchestrateOptions{Saver: saver, DataDir: dataDir, Mode: mode, Config: &cfg}
 				if gc.memory {
 					// Its memories live in the server's store, per run's
