@@ -38,6 +38,8 @@ func TestUsersAreKeptApart(t *testing.T) {
 		{"POST", th + "/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": cp}}},
 		{"GET", th + "/history", nil},
 		{"POST", th + "/history", map[string]any{}},
+		{"GET", th + "/files", nil},
+		{"GET", th + "/files/task-1/report.md", nil},
 		{"POST", th + "/runs", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": "yes"}}},
 		{"POST", th + "/runs/stream", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": map[string]any{iid: "yes"}}}},
 		{"POST", th + "/runs/wait", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": "yes"}, "multitask_strategy": "interrupt"}},

@@ -707,6 +707,7 @@ func (m *manager) dropTemporary(ctx context.Context, rec records.Run, lease *che
 	if err := m.s.deleteCheckpoints(ctx, rec.ThreadID); err != nil {
 		m.s.log.Warn("server: deleting a stateless run's checkpoints", "thread_id", rec.ThreadID, "err", err)
 	}
+	m.s.removeThreadFiles(rec.ThreadID)
 }
 
 // rollback deletes a cancelled run and what it wrote: its record, and the

@@ -142,6 +142,11 @@ type Options struct {
 	// LogRequests logs one line per request to Logger: method, route
 	// pattern, status, duration, user, thread and run.
 	LogRequests bool
+	// ThreadFiles names the directory of the files a graph's runs wrote
+	// for a thread (an orchestrator's results), which GET
+	// /threads/{thread_id}/files lists and serves to the thread's owner
+	// and which is deleted with the thread; nil serves none.
+	ThreadFiles ThreadFilesFunc
 }
 
 // RunHooks are called as runs start and end, on the run's goroutine: keep

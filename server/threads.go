@@ -117,6 +117,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
 	if err := s.rec.DeleteThread(r.Context(), user(r), t.ID); err != nil {
 		return recordErr(err, threadNotFound(t.ID))
 	}
+	s.removeThreadFiles(t.ID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
