@@ -10,6 +10,7 @@ import { renderInterrupt } from "./interrupts.js";
 import { Transcript } from "./chat.js";
 import { Threads } from "./threads.js";
 import { History } from "./history.js";
+import { fillIcons } from "./icons.js";
 import { emitCustom, emitRunState, emitThread, setSendImpl } from "./bus.js";
 import "./orch/index.js";
 
@@ -46,6 +47,7 @@ async function main() {
   setupLang();
   setupKey();
   applyI18n();
+  fillIcons();
   transcript = new Transcript(els.messages);
   threads = new Threads({ list: $("#thread-list"), search: $("#thread-search"), more: $("#threads-more"), onOpen: openThread, onDeleted: threadDeleted, onRenamed: threadRenamed, notice });
   history = new History({ root: els.history, toggle: els["history-toggle"], onFork: forkFrom, onRerun: rerunFrom, notice, current: () => state.threadId });

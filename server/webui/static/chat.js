@@ -8,6 +8,7 @@
 import { h, clear, contentText, pretty } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
+import { icon } from "./icons.js";
 
 function role(m) {
   const ty = String(m.type || m.role || "").toLowerCase();
@@ -18,8 +19,12 @@ function role(m) {
   return ty || "ai";
 }
 
+// isChunk: a piece of a reply being streamed. LangChain names them
+// AIMessageChunk; weft's server sends them as "ai" messages carrying
+// tool_call_chunks (a whole message has tool_calls only).
 function isChunk(m) {
-  return String(m.type || "").endsWith("Chunk") || String(m.type || "").endsWith("_chunk");
+  const ty = String(m.type || "");
+  return ty.endsWith("Chunk") || ty.endsWith("_chunk") || Array.isArray(m.tool_call_chunks);
 }
 
 /** Transcript renders a thread's messages into a container. */
@@ -219,7 +224,7 @@ export class Transcript {
       h(
         "summary",
         {},
-        h("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }),
+        icon("tool"),
         h("span", { class: "tool-name", text: tc.name || t("chat.tool") }),
         h("span", { class: ["badge", state], text: t(`chat.tool.${state}`) }),
       ),

@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { h, clear, pretty, contentText } from "./dom.js";
 import { t, formatDate } from "./i18n.js";
+import { icon } from "./icons.js";
 
 const PAGE = 30;
 
@@ -59,7 +60,7 @@ export class History {
   render() {
     clear(this.root);
     this.root.appendChild(
-      h("div", { class: "panel-head" }, h("h2", { text: t("history.title") }), h("button", { type: "button", class: "icon", "aria-label": t("history.close"), "data-testid": "history-close", onclick: () => (this.close(), this.toggle.focus()) }, "✕")),
+      h("div", { class: "panel-head" }, h("h2", { text: t("history.title") }), h("button", { type: "button", class: "icon", "aria-label": t("history.close"), "data-testid": "history-close", onclick: () => (this.close(), this.toggle.focus()) }, icon("close"))),
     );
     if (this.items.length === 0) {
       this.root.appendChild(h("p", { class: "muted", text: t("history.empty") }));

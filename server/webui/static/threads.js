@@ -3,8 +3,9 @@
 import { api } from "./api.js";
 import { h, clear, $ } from "./dom.js";
 import { t, formatDate } from "./i18n.js";
+import { icon } from "./icons.js";
 
-const PAGE = 50;
+const PAGE = 100;
 
 function titleOf(th) {
   const m = th.metadata || {};
@@ -22,7 +23,7 @@ export class Threads {
     let timer;
     search.addEventListener("input", () => {
       clearTimeout(timer);
-      timer = setTimeout(() => this.load(), 200);
+      timer = setTimeout(() => this.render(), 120);
     });
     more.addEventListener("click", () => {
       this.limit += PAGE;
@@ -30,11 +31,12 @@ export class Threads {
     });
   }
 
-  /** load(): the first page of threads matching the search box. */
+  /**
+   * load(): the newest threads (limit of them). The search box filters
+   * them by title and id as the user types.
+   */
   async load() {
-    const q = this.search.value.trim();
     const body = { limit: this.limit, sort_by: "updated_at", sort_order: "desc" };
-    if (q) body.query = q;
     try {
       const res = await api.raw("POST", "/threads/search", body);
       this.items = (await res.json()) || [];
@@ -57,11 +59,12 @@ export class Threads {
 
   render() {
     clear(this.list);
-    const q = this.search.value.trim();
-    if (this.items.length === 0) {
-      this.list.appendChild(h("li", { class: "muted empty", text: q ? t("threads.noMatch") : t("threads.empty") }));
+    const q = this.search.value.trim().toLocaleLowerCase();
+    const shown = q ? this.items.filter((th) => titleOf(th).toLocaleLowerCase().includes(q) || th.thread_id.includes(q)) : this.items;
+    if (shown.length === 0) {
+      this.list.appendChild(h("li", { class: "muted empty", "data-testid": "threads-empty", text: q ? t("threads.noMatch") : t("threads.empty") }));
     }
-    for (const th of this.items) {
+    for (const th of shown) {
       const title = titleOf(th);
       const status = th.status || "idle";
       this.list.appendChild(
@@ -81,8 +84,8 @@ export class Threads {
             h("span", { class: "title", text: title }),
             h("span", { class: "meta" }, h("span", { class: ["dot", status], "aria-hidden": "true" }), h("span", { text: `${t(`threads.status.${status}`)} · ${formatDate(th.updated_at)}` })),
           ),
-          h("button", { type: "button", class: "icon small", "aria-label": t("threads.renameOf", { title }), title: t("threads.rename"), "data-testid": "thread-rename", onclick: () => this.rename(th) }, "✎"),
-          h("button", { type: "button", class: "icon small", "aria-label": t("threads.deleteOf", { title }), title: t("threads.delete"), "data-testid": "thread-delete", onclick: () => this.remove(th) }, "🗑"),
+          h("button", { type: "button", class: "icon small", "aria-label": t("threads.renameOf", { title }), title: t("threads.rename"), "data-testid": "thread-rename", onclick: () => this.rename(th) }, icon("edit")),
+          h("button", { type: "button", class: "icon small", "aria-label": t("threads.deleteOf", { title }), title: t("threads.delete"), "data-testid": "thread-delete", onclick: () => this.remove(th) }, icon("trash")),
         ),
       );
     }
@@ -112,7 +115,8 @@ export class Threads {
   }
 
   async remove(th) {
-    if (!window.confirm(t("threads.confirmDelete", { title: titleOf(th) }))) return;
+    const ok = await confirmDialog(t("threads.confirmDelete", { title: titleOf(th) }));
+    if (!ok) return this.focusRow(th.thread_id, "thread-delete");
     try {
       await api.del(`/threads/${th.thread_id}`);
     } catch (err) {
@@ -130,4 +134,16 @@ export class Threads {
     const b = li && li.querySelector(`[data-testid="${testid}"]`);
     if (b) b.focus();
   }
+}
+
+// confirmDialog(text): asks a yes-or-no question in the page's own dialog.
+function confirmDialog(text) {
+  const dialog = $("#confirm-dialog");
+  $("#confirm-text").textContent = text;
+  dialog.returnValue = "";
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.showModal();
+    dialog.querySelector('[value="cancel"]').focus();
+  });
 }

@@ -258,9 +258,11 @@ func (s *testServer) Saver() *checkpoint.Saver {
 
 // ------------------------------------------------------------ gate
 
-// gate pauses model streams after their first chunk while it is held, so
-// that a test sees a reply half written (tokens on screen before the run
-// ends), or stops a run while it goes.
+// gate pauses model streams after their first chunk of text while it is
+// held, so that a test sees a reply half written (tokens on screen before
+// the run ends), or stops a run while it goes. Streams without text (a
+// router's classification, a reply of tool calls alone) are not paused:
+// their callers may bound them with short timeouts.
 type gate struct {
 	mu      sync.Mutex
 	held    bool
@@ -270,7 +272,7 @@ type gate struct {
 
 func newGate() *gate { return &gate{release: make(chan struct{}), waiting: make(chan struct{}, 64)} }
 
-// Hold pauses the streams that start from now on after their first chunk.
+// Hold pauses the streams after their next first chunk of text.
 func (g *gate) Hold() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -320,7 +322,7 @@ func (g *gate) wait(ctx context.Context) error {
 }
 
 // gatedModel is a chat model whose streams wait at the gate after their
-// first chunk.
+// first chunk of text.
 type gatedModel struct {
 	inner llm.ChatModel
 	gate  *gate
@@ -337,7 +339,7 @@ func (m *gatedModel) Stream(ctx context.Context, msgs []llm.Message, opts ...llm
 			if !yield(c, err) || err != nil {
 				return
 			}
-			if first {
+			if first && c.Content != "" {
 				first = false
 				if err := m.gate.wait(ctx); err != nil {
 					yield(llm.Chunk{}, err)
@@ -620,24 +622,35 @@ func (p *page) saveArtifacts() {
 
 // ------------------------------------------------------------ API
 
+// apiGet gets a path of the test server's API and returns the answer.
+func (s *testServer) apiGet(path string) (int, string) {
+	s.t.Helper()
+	return s.apiDo(http.MethodGet, path, "")
+}
+
 // apiPost posts JSON to the test server's API and returns the answer.
 func (s *testServer) apiPost(path, body string) (int, string) {
 	s.t.Helper()
+	return s.apiDo(http.MethodPost, path, body)
+}
+
+func (s *testServer) apiDo(method, path, body string) (int, string) {
+	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, s.URL+path, strings.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatalf("POST %s: %v", path, err)
+		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		s.t.Fatalf("POST %s: reading: %v", path, err)
+		s.t.Fatalf("%s %s: reading: %v", method, path, err)
 	}
 	return res.StatusCode, string(b)
 }
