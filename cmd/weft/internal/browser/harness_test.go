@@ -146,8 +146,9 @@ func (s *testServer) start() error {
 		// A restart finds the runs of the process before it without a
 		// heartbeat soon, as a real restart of weft serve does after
 		// WorkerTTL.
-		WorkerTTL: 3 * time.Second,
-		LeaseTTL:  3 * time.Second,
+		WorkerTTL:   3 * time.Second,
+		LeaseTTL:    3 * time.Second,
+		ThreadFiles: cli.ExampleThreadFiles(s.dir),
 	}
 	if len(s.keys) > 0 {
 		var keys []apikey.Key

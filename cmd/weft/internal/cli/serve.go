@@ -143,6 +143,10 @@ func serve(ctx context.Context, c serveConfig) error {
 	defer closeGraphs()
 	opts := ops
 	opts.Graphs, opts.DB, opts.Workers, opts.Logger = graphs, db, c.workers, log
+	if c.graphs == graphsExamples {
+		// The orchestrator agents' result files, served to their threads.
+		opts.ThreadFiles = ExampleThreadFiles(dataDir(db))
+	}
 	opts.Version, opts.Durability = versionString(c.version), graph.Durability(c.durability)
 	if len(c.corsOrigins) > 0 {
 		opts.CORS = &server.CORSOptions{AllowOrigins: c.corsOrigins}
@@ -239,7 +243,7 @@ func ExampleGraphs(ctx context.Context, opts *ExampleGraphsOptions) (graphs map[
 
 // graphsConfig is what the example graphs are built with.
 type graphsConfig struct {
-	model   llm.ChatModel
+	model     llm.ChatModel
 	wrap      func(agent string, m llm.ChatModel) llm.ChatModel
 	configure func(agent string, c *orchestrator.Config)
 	dataDir   string
@@ -261,7 +265,7 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 	default:
 		return nil, nil, fmt.Errorf("--graphs %q: want %s (the example agents) or %s (the LangGraph Server API's test graphs)", c.graphs, graphsExamples, graphsAPITest)
 	}
-	gc := graphsConfig{dataDir: "."}
+	gc := graphsConfig{}
 	if c.model != "" {
 		m, err := providers.Open(ctx, c.model)
 		if err != nil {
@@ -270,14 +274,21 @@ func servedGraphs(ctx context.Context, c serveConfig, db *dburl.DB, mode react.M
 		gc.model = tel.WrapModel(m, c.model)
 		log.Info("weft serve: the example agents answer with " + c.model)
 	}
-	if db.Backend == "sqlite" {
-		gc.dataDir = filepath.Dir(db.Target)
-	}
+	gc.dataDir = dataDir(db)
 	gc.memory = c.memory
 	if c.memory {
 		log.Info("weft serve: the orchestrator agents learn from each task, per user, in " + db.Backend + " " + db.Target + " (--memory=false to serve them without)")
 	}
 	return exampleGraphs(ctx, gc, mode, tel, log)
+}
+
+// dataDir is where the example agents keep their data and results: beside
+// an SQLite database, else in the working directory.
+func dataDir(db *dburl.DB) string {
+	if db.Backend == "sqlite" {
+		return filepath.Dir(db.Target)
+	}
+	return "."
 }
 
 // exampleGraphs builds the example agents' graphs.

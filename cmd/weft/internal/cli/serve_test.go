@@ -199,3 +199,27 @@ func TestServeSDKCompat(t *testing.T) {
 		}
 	}
 }
+
+// weft serve serves the web UI at / unless --ui=false, and the API beside
+// it either way.
+func TestServeWebUI(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ui   bool
+	}{{nil, true}, {[]string{"--ui=false"}, false}} {
+		url, _ := startServe(t, append([]string{"--graphs", "apitest", "--db", filepath.Join(t.TempDir(), "weft.db")}, tc.args...)...)
+		res, err := http.Get(url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		served := res.StatusCode == 200 && strings.Contains(string(body), `src="/ui/app.js"`) && res.Header.Get("Content-Security-Policy") != ""
+		if served != tc.ui {
+			t.Errorf("%v: GET / = %d (UI served: %v, want %v)", tc.args, res.StatusCode, served, tc.ui)
+		}
+		if out := post(t, url+"/runs/wait", `{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"beside the UI"}]}}`); !strings.Contains(out, "beside the UI") {
+			t.Errorf("%v: the API answered %s", tc.args, out)
+		}
+	}
+}
