@@ -247,8 +247,14 @@ async function inputKind(assistantId) {
     const s = await api.get(`/assistants/${encodeURIComponent(assistantId)}/schemas`);
     const props = (s && s.input_schema && s.input_schema.properties) || {};
     if (!props.messages) {
-      const strings = Object.entries(props).filter(([, p]) => p && p.type === "string");
-      kind = strings.length >= 1 ? { kind: "field", field: strings[0][0] } : { kind: "json" };
+      // A graph whose input is not a chat: the message goes to its text
+      // field, the one with a name that says so, else the first one.
+      const strings = Object.entries(props)
+        .filter(([, p]) => p && p.type === "string")
+        .map(([k]) => k);
+      const preferred = ["input", "goal", "question", "query", "prompt", "text", "message", "topic", "request"];
+      const field = preferred.find((k) => strings.includes(k)) || strings[0];
+      kind = field ? { kind: "field", field } : { kind: "json" };
     }
   } catch {
     // keep the chat form: most assistants take messages
@@ -282,7 +288,7 @@ function newThread() {
   showInterrupts();
   history.close();
   setTitle();
-  renderStatus();
+  renderStatus("");
   if (location.hash) history_replace("");
   threads.select("");
   renderEmpty();
@@ -481,6 +487,8 @@ async function streamRun(threadId, path, body, opts) {
     }
   }
   if (run.detached) return;
+  // Counts the runs that ended, for tests waiting for the next one.
+  document.body.dataset.runsEnded = String(Number(document.body.dataset.runsEnded || 0) + 1);
   transcript.finish();
   renderStatus(ended, run.failed);
   emitRunState({ ...meta(), status: ended === "stopped" ? "error" : ended });

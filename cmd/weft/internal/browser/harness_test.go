@@ -564,6 +564,17 @@ func (p *page) send(text string) {
 	)
 }
 
+// fill sets the value of the input matching sel and tells the page, as
+// typing does (an input event).
+func (p *page) fill(sel, value string) {
+	p.t.Helper()
+	ok := eval[bool](p, `(() => { const el = document.querySelector(`+jsString(sel)+`); if (!el) return false;
+		el.value = `+jsString(value)+`; el.dispatchEvent(new Event("input", {bubbles: true})); return true })()`)
+	if !ok {
+		p.t.Fatalf("no %s to fill", sel)
+	}
+}
+
 // text is the textContent of the first element matching sel ("" if none).
 func (p *page) text(sel string) string {
 	p.t.Helper()

@@ -1,8 +1,11 @@
 package browser
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // The page loads under its Content-Security-Policy without errors, and
@@ -109,4 +112,187 @@ func TestStopRun(t *testing.T) {
 	p.pick("echo")
 	p.send("hello after stop")
 	p.waitFor("the echo", `document.querySelector("#messages").textContent.includes("hello after stop") && document.getElementById("stop").hidden`)
+}
+
+// chat sends text to the open thread and waits for the run to end.
+func (p *page) chat(text string) {
+	p.t.Helper()
+	ended := eval[string](p, `document.body.dataset.runsEnded || "0"`)
+	p.send(text)
+	p.waitFor("the run of "+text+" to end", `(document.body.dataset.runsEnded || "0") !== `+jsString(ended)+` && document.getElementById("stop").hidden`)
+}
+
+// threadTitles lists the thread list's titles, in order.
+func (p *page) threadTitles() []string {
+	p.t.Helper()
+	return eval[[]string](p, `[...document.querySelectorAll('[data-testid="thread-item"] .title')].map(e => e.textContent)`)
+}
+
+// threadRow is the CSS selector of the thread list's row titled title.
+func (p *page) threadRow(title string) string {
+	p.t.Helper()
+	id := eval[string](p, `(() => { const li = [...document.querySelectorAll('[data-testid="thread-item"]')].find(li => li.querySelector(".title").textContent === `+jsString(title)+`);
+		return li ? li.dataset.threadId : "" })()`)
+	if id == "" {
+		p.t.Fatalf("no thread titled %q in %v", title, p.threadTitles())
+	}
+	return `[data-thread-id="` + id + `"] `
+}
+
+// Past threads are listed newest first, found by the search box, renamed
+// (metadata.title) and deleted, each with the page's own controls.
+func TestThreadsSearchRenameDelete(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("echo")
+	for _, text := range []string{"apples and pears", "bananas", "cherries"} {
+		p.click(testid("new-thread"))
+		p.chat(text)
+	}
+	p.waitFor("three threads", `document.querySelectorAll('[data-testid="thread-item"]').length === 3`)
+	if got := strings.Join(p.threadTitles(), ","); got != "cherries,bananas,apples and pears" {
+		t.Errorf("threads = %s, want newest first", got)
+	}
+
+	p.must("searching", chromedp.SendKeys(chromedp.CSS(testid("thread-search")), "BAN"))
+	p.waitFor("the search's match", `document.querySelectorAll('[data-testid="thread-item"]').length === 1`)
+	if got := strings.Join(p.threadTitles(), ","); got != "bananas" {
+		t.Errorf("search BAN = %s", got)
+	}
+	p.fill(testid("thread-search"), "zzz")
+	p.waitFor("no match", `!!document.querySelector('[data-testid="threads-empty"]')`)
+	p.fill(testid("thread-search"), "")
+	p.waitFor("all threads again", `document.querySelectorAll('[data-testid="thread-item"]').length === 3`)
+
+	// Rename the oldest.
+	p.click(p.threadRow("apples and pears") + testid("thread-rename"))
+	p.waitFor("the rename dialog", `document.getElementById("rename-dialog").open`)
+	p.fill(testid("rename-input"), "fruit salad")
+	p.click(testid("rename-save"))
+	p.waitFor("the new title", `[...document.querySelectorAll('[data-testid="thread-item"] .title')].some(e => e.textContent === "fruit salad")`)
+	code, body := s.apiPost("/threads/search", `{"metadata":{"title":"fruit salad"}}`)
+	if code != 200 || strings.Count(body, `"thread_id"`) != 1 {
+		t.Errorf("threads titled fruit salad = %d %s", code, body)
+	}
+
+	// Delete "bananas", after the page asks.
+	p.click(p.threadRow("bananas") + testid("thread-delete"))
+	p.waitFor("the confirmation", `document.getElementById("confirm-dialog").open`)
+	if q := p.text("#confirm-text"); !strings.Contains(q, "bananas") {
+		t.Errorf("the confirmation asks %q", q)
+	}
+	p.click(testid("confirm-ok"))
+	p.waitFor("two threads", `document.querySelectorAll('[data-testid="thread-item"]').length === 2`)
+	if got := strings.Join(p.threadTitles(), ","); strings.Contains(got, "bananas") {
+		t.Errorf("threads after delete = %s", got)
+	}
+	if _, body := s.apiPost("/threads/search", `{}`); strings.Contains(body, "bananas") {
+		t.Errorf("the server still has the deleted thread: %s", body)
+	}
+
+	// Open one: its messages come back.
+	p.click(p.threadRow("fruit salad") + testid("thread-open"))
+	p.waitFor("the thread's messages", `document.getElementById("messages").textContent.includes("apples and pears") && document.getElementById("thread-title").textContent === "fruit salad"`)
+}
+
+// A run stopped at an interrupt is answered after the server restarted:
+// the reopened thread shows the pending interrupt with a form built from
+// its payload, and the answer resumes the run.
+func TestPendingApprovalAfterRestart(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("approval")
+	p.chat("plan the team offsite")
+	p.waitFor("the interrupt", `!!document.querySelector('[data-testid="interrupt-generic"]')`)
+	if st := p.text(testid("run-status")); st != "Waiting for your answer" {
+		t.Errorf("status = %q", st)
+	}
+	// The form has the payload's fields.
+	labels := eval[[]string](p, `[...document.querySelectorAll('[data-testid="interrupt-form"] label')].map(l => l.textContent)`)
+	if strings.Join(labels, ",") != "goal,plan" {
+		t.Errorf("form fields = %v, want goal,plan", labels)
+	}
+	tid := eval[string](p, `location.hash.replace("#thread=", "")`)
+
+	s.Restart()
+	p2 := newPage(t, nil) // another browser, as days later
+	p2.open(s.URL + "/")
+	p2.waitFor("the thread in the list", `document.querySelectorAll('[data-testid="thread-item"]').length === 1`)
+	if meta := p2.text(`[data-testid="thread-item"] .meta`); !strings.Contains(meta, "waiting for you") {
+		t.Errorf("the thread's status in the list = %q", meta)
+	}
+	p2.click(testid("thread-open"))
+	p2.waitFor("the pending interrupt", `!!document.querySelector('[data-testid="interrupt-generic"]')`)
+	if h := eval[string](p2, `location.hash`); h != "#thread="+tid {
+		t.Errorf("hash = %s, want the thread %s", h, tid)
+	}
+	// An answer that is not JSON is refused before it is sent.
+	p2.click(`.raw-editor summary`)
+	p2.fill(testid("interrupt-raw"), `{"action": approve}`)
+	p2.click(testid("interrupt-raw-submit"))
+	p2.waitFor("the JSON error", `document.querySelector('[data-testid="interrupt-raw"]').getAttribute("aria-invalid") === "true"`)
+	p2.fill(testid("interrupt-raw"), `{"action": "approve", "reason": "looks good"}`)
+	p2.click(testid("interrupt-raw-submit"))
+	p2.waitFor("the resumed run's end", `document.getElementById("run-status").dataset.status === "done" && document.getElementById("interrupts").hidden`)
+	values := p2.text(testid("state-values"))
+	for _, want := range []string{`"approved": true`, `"feedback": "approved: looks good"`, "send the invitations"} {
+		if !strings.Contains(values, want) {
+			t.Errorf("state after approval lacks %s:\n%s", want, values)
+		}
+	}
+}
+
+// Time travel: the history lists the thread's checkpoints, shows the state
+// at one, and a message sent after "fork from here" makes a new branch
+// from that checkpoint, without what came after it.
+func TestForkFromHistory(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("echo")
+	p.chat("first question")
+	p.chat("second question")
+	p.click(testid("history-toggle"))
+	p.waitFor("the checkpoints", `document.querySelectorAll('[data-testid="checkpoint"]').length >= 4`)
+	// The checkpoint at the end of the first exchange: two messages, nothing next.
+	idx := eval[int](p, `(async () => {
+		const items = [...document.querySelectorAll('[data-testid="checkpoint"]')];
+		for (let i = 0; i < items.length; i++) {
+			const id = items[i].dataset.checkpointId;
+			const st = await (await fetch("/threads/" + location.hash.replace("#thread=", "") + "/state/" + id)).json();
+			if (st.values.messages && st.values.messages.length === 2 && st.next.length === 0) return i;
+		}
+		return -1 })()`)
+	if idx < 0 {
+		t.Fatal("no checkpoint after the first exchange in the history")
+	}
+	item := fmt.Sprintf(`[data-testid="checkpoint"]:nth-child(%d) `, idx+1)
+	p.click(item + testid("checkpoint-view"))
+	p.waitFor("the state at the checkpoint", `!!document.querySelector('[data-testid="checkpoint-state"]')`)
+	st := p.text(testid("checkpoint-state"))
+	if !strings.Contains(st, "first question") || strings.Contains(st, "second question") {
+		t.Errorf("state at the checkpoint:\n%s", st)
+	}
+	p.click(item + testid("checkpoint-fork"))
+	p.waitFor("the fork bar", `!!document.querySelector('[data-testid="fork-bar"]')`)
+	p.chat("another second question")
+	p.waitFor("the branch's answer", `[...document.querySelectorAll('[data-testid="msg-ai"]')].some(m => m.textContent.includes("another second question"))`)
+	shown := p.text(testid("messages"))
+	if !strings.Contains(shown, "first question") {
+		t.Errorf("the branch lost what came before its checkpoint:\n%s", shown)
+	}
+	if strings.Contains(strings.ReplaceAll(shown, "another second question", ""), "second question") {
+		t.Errorf("the branch still shows what came after its checkpoint:\n%s", shown)
+	}
+	if p.text("#fork-bar") != "" {
+		t.Error("the fork bar stays after the branch was made")
+	}
+	// The history has the new branch on top, and still the old one.
+	p.waitFor("the new branch in the history", `document.querySelector('[data-testid="checkpoint"] .cp-last').textContent.includes("another second question")`)
+	code, body := s.apiPost("/threads/"+eval[string](p, `location.hash.replace("#thread=", "")`)+"/history", `{"limit": 100}`)
+	if code != 200 || !strings.Contains(body, `"second question"`) {
+		t.Errorf("the old branch is gone from the history: %d", code)
+	}
 }
