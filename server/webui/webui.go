@@ -42,8 +42,11 @@ const Prefix = "/ui/"
 
 // ContentSecurityPolicy is the policy every answer of the Handler carries:
 // only the page's own origin may provide scripts, styles, images, fonts
-// and connections; no plugins, no frames, no <base>.
-const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+// and connections; no plugins, no frames, no <base>. Images may also come
+// from blob: URLs the page made itself: a thread's result images are
+// fetched with the API key (which an <img src> cannot send) and shown
+// from a blob.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob:; " +
 	"font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; " +
 	"form-action 'self'; frame-ancestors 'none'"
 

@@ -62,7 +62,7 @@ func TestIndexAndAssets(t *testing.T) {
 // script, no other host.
 func TestCSPIsStrict(t *testing.T) {
 	csp := webui.ContentSecurityPolicy
-	for _, bad := range []string{"unsafe-inline", "unsafe-eval", "http:", "https:", "*"} {
+	for _, bad := range []string{"unsafe-inline", "unsafe-eval", "http:", "https:", "data:", "*"} {
 		if strings.Contains(csp, bad) {
 			t.Errorf("CSP allows %s: %s", bad, csp)
 		}

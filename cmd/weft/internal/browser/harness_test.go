@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -93,6 +94,9 @@ type serverOptions struct {
 	// Configure, if set, changes an orchestrator agent's configuration
 	// (e.g. approvals) before it is built.
 	Configure func(agent string, c *orchestrator.Config)
+	// Graphs are served besides the example graphs, replacing one of the
+	// same id.
+	Graphs map[string]server.GraphFunc
 }
 
 // startServer starts weft serve's handler for the test and stops it when
@@ -118,6 +122,7 @@ func startServer(t *testing.T, opts *serverOptions) *testServer {
 	}
 	graphs[apitest.EchoID] = apitest.Echo
 	graphs[apitest.SlowID] = apitest.Slow
+	maps.Copy(graphs, opts.Graphs)
 	// The models and services live across restarts, as a model does: a
 	// restart resumes where the scripts were.
 	s.graphs, s.close = graphs, closeGraphs
