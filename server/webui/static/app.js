@@ -53,6 +53,12 @@ async function main() {
   history = new History({ root: els.history, toggle: els["history-toggle"], onFork: forkFrom, onRerun: rerunFrom, notice, current: () => state.threadId });
   setupComposer();
   setupLayout();
+  // The skip link moves the focus without touching the URL's fragment,
+  // which names the open thread.
+  $(".skip").addEventListener("click", (e) => {
+    e.preventDefault();
+    els["composer-input"].focus();
+  });
   setSendImpl(sendText);
   els["new-thread"].addEventListener("click", () => newThread());
   els.assistant.addEventListener("change", () => {
@@ -174,6 +180,13 @@ function setupLayout() {
     }
   });
   threads.closeDrawer = () => drawer(els["threads-toggle"], els.threads, false);
+  // A tap beside the open drawer closes it.
+  document.addEventListener("click", (e) => {
+    if (!els.threads.classList.contains("open")) return;
+    if (els.threads.contains(e.target) || els["threads-toggle"].contains(e.target)) return;
+    if (e.target.closest("dialog")) return;
+    threads.closeDrawer();
+  });
   els["panel-toggle"].addEventListener("click", () => {
     const open = !els["run-panel"].classList.contains("open");
     drawer(els["panel-toggle"], els["run-panel"], open);

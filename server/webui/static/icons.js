@@ -10,6 +10,7 @@ const paths = {
   close: "M6 6l12 12M18 6 6 18",
   tool: "M14 6a4 4 0 0 0 5 5l-8 8a2 2 0 0 1-3-3l8-8a4 4 0 0 0-2-2Z",
   history: "M3 12a9 9 0 1 0 3-6.7M3 4v5h5M12 7v5l3 3",
+  plus: "M12 5v14M5 12h14",
 };
 
 /** icon(name): an <svg> element, hidden from assistive technology. */

@@ -476,7 +476,11 @@ func newPage(t *testing.T, opts *pageOptions) *page {
 	}
 	setup = append(setup, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+			Features: []*emulation.MediaFeature{
+				{Name: "prefers-color-scheme", Value: scheme},
+				// No transitions: a screenshot shows where things end.
+				{Name: "prefers-reduced-motion", Value: "reduce"},
+			},
 		}); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -295,4 +296,145 @@ func TestForkFromHistory(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"second question"`) {
 		t.Errorf("the old branch is gone from the history: %d", code)
 	}
+}
+
+// The interface speaks the browser's language (Korean here), switches to
+// English on request, and keeps the choice.
+func TestLanguage(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, &pageOptions{Lang: "ko-KR"})
+	p.open(s.URL + "/")
+	if got := p.text(testid("send")); got != "보내기" {
+		t.Errorf("send button in Korean = %q", got)
+	}
+	if got := eval[string](p, `document.documentElement.lang`); got != "ko" {
+		t.Errorf("html lang = %q", got)
+	}
+	p.pick("echo")
+	p.chat("안녕하세요")
+	if got := p.text(`[data-testid="msg-human"] .who`); got != "나" {
+		t.Errorf("the user's name in Korean = %q", got)
+	}
+	p.must("switching to English", chromedp.SetValue(chromedp.CSS(testid("lang-select")), "en"))
+	eval[bool](p, `document.querySelector('[data-testid="lang-select"]').dispatchEvent(new Event("change")) || true`)
+	p.waitFor("English", `document.querySelector('[data-testid="send"]').textContent === "Send"`)
+	for sel, want := range map[string]string{
+		`[data-testid="msg-human"] .who`: "You",
+		testid("run-status"):             "Done",
+		testid("history-toggle"):         "History",
+	} {
+		if got := p.text(sel); got != want {
+			t.Errorf("%s in English = %q, want %q", sel, got, want)
+		}
+	}
+	if got := eval[string](p, `document.querySelector('[data-testid="thread-search"]').placeholder`); got != "Search conversations" {
+		t.Errorf("search placeholder = %q", got)
+	}
+	p.open(s.URL + "/")
+	if got := p.text(testid("send")); got != "Send" {
+		t.Errorf("after a reload the send button says %q: the choice was not kept", got)
+	}
+}
+
+// The page is usable by keyboard alone: a skip link to the message box,
+// a message sent with Enter, every control named, the focus visible.
+func TestKeyboard(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.must("tabbing to the skip link", chromedp.KeyEvent("\t"))
+	if got := eval[string](p, `document.activeElement.className`); got != "skip" {
+		t.Fatalf("the first Tab reaches %q, want the skip link", got)
+	}
+	p.must("following the skip link", chromedp.KeyEvent("\r"))
+	p.waitFor("the message box focused", `document.activeElement.id === "composer-input"`)
+	if eval[string](p, `getComputedStyle(document.activeElement).outlineStyle`) == "none" {
+		t.Error("the focused message box shows no outline")
+	}
+	// Back to the assistant picker with Shift+Tab, and pick echo by typing.
+	for range 40 {
+		if eval[string](p, `document.activeElement.id`) == "assistant" {
+			break
+		}
+		p.must("tabbing back", chromedp.KeyEvent("\t", chromedp.KeyModifiers(chromedp.ModifierShift)))
+	}
+	if eval[string](p, `document.activeElement.id`) != "assistant" {
+		t.Fatal("Shift+Tab never reached the assistant picker")
+	}
+	p.must("typing the assistant's name", chromedp.KeyEvent("echo"))
+	p.waitFor("echo picked", `document.getElementById("assistant").selectedOptions[0].dataset.graph === "echo"`)
+	p.must("focusing the message box", chromedp.Focus(chromedp.CSS(testid("composer-input"))))
+	p.must("typing a message", chromedp.KeyEvent("typed by keyboard"), chromedp.KeyEvent("\r"))
+	p.waitFor("the answer", `[...document.querySelectorAll('[data-testid="msg-ai"]')].some(m => m.textContent.includes("typed by keyboard"))`)
+
+	// Every visible control has a name a screen reader reads.
+	unnamed := eval[[]string](p, `[...document.querySelectorAll("button, input, select, textarea, summary, a[href]")]
+		.filter(el => el.checkVisibility())
+		.filter(el => {
+			const name = (el.getAttribute("aria-label") || (el.labels && el.labels.length && el.labels[0].textContent) || el.textContent || el.title || "").trim();
+			return !name;
+		}).map(el => el.outerHTML.slice(0, 120))`)
+	if len(unnamed) > 0 {
+		t.Errorf("controls without a name: %v", unnamed)
+	}
+	// Tab through the page: each stop shows its focus.
+	seen := map[string]bool{}
+	for range 30 {
+		p.must("tabbing", chromedp.KeyEvent("\t"))
+		id := eval[string](p, `(() => { const a = document.activeElement; return (a.dataset.testid || a.id || a.tagName) })()`)
+		seen[id] = true
+		if eval[bool](p, `(() => { const s = getComputedStyle(document.activeElement); return document.activeElement !== document.body && s.outlineStyle === "none" && s.boxShadow === "none" })()`) {
+			t.Errorf("no visible focus on %s", id)
+		}
+	}
+	for _, want := range []string{"thread-open", "thread-rename", "thread-delete", "history-toggle", "composer-input", "send", "new-thread", "lang-select", "theme-toggle"} {
+		if !seen[want] {
+			t.Errorf("Tab never reached %s (reached %v)", want, seen)
+		}
+	}
+}
+
+// On a phone-sized screen the thread list is a drawer behind a button.
+func TestPhone(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, &pageOptions{Width: 390, Height: 844, Phone: true})
+	p.open(s.URL + "/")
+	p.pick("echo")
+	p.chat("hello from a phone")
+	if eval[bool](p, `document.getElementById("threads").checkVisibility({visibilityProperty: true})`) {
+		t.Error("the thread list shows on a phone without being asked for")
+	}
+	if !eval[bool](p, `document.querySelector('[data-testid="threads-toggle"]').checkVisibility()`) {
+		t.Fatal("no button opens the thread list on a phone")
+	}
+	if w := eval[int](p, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("the page is %dpx wide on a 390px screen", w)
+	}
+	p.click(testid("threads-toggle"))
+	p.waitFor("the drawer open", `document.getElementById("threads").classList.contains("open") && document.querySelector('[data-testid="threads-toggle"]').getAttribute("aria-expanded") === "true"`)
+	p.waitFor("the thread in the drawer", `document.getElementById("threads").checkVisibility({visibilityProperty: true}) && document.querySelectorAll('[data-testid="thread-item"]').length === 1`)
+	p.screenshot(filepath.Join(artifactsDir(t), "TestPhone-drawer.png"))
+	p.click(testid("thread-open"))
+	p.waitFor("the drawer closed", `!document.getElementById("threads").classList.contains("open")`)
+	p.screenshot(filepath.Join(artifactsDir(t), "TestPhone.png"))
+}
+
+// A server that requires an API key gets one from the user, once; the
+// key is kept in the browser and sent with every request.
+func TestAPIKey(t *testing.T) {
+	s := startServer(t, &serverOptions{APIKeys: map[string]string{"alice": "alice-0123456789abcdef"}})
+	p := newPage(t, nil)
+	p.must("opening the page", chromedp.Navigate(s.URL+"/"))
+	p.waitFor("the key dialog", `document.getElementById("key-dialog").open`)
+	p.fill(testid("key-input"), "alice-0123456789abcdef")
+	p.click(testid("key-save"))
+	p.waitFor("the UI to be ready", `document.body.dataset.ready === "true"`)
+	p.pick("echo")
+	p.chat("with a key")
+	p.waitFor("the answer", `[...document.querySelectorAll('[data-testid="msg-ai"]')].some(m => m.textContent.includes("with a key"))`)
+	p.open(s.URL + "/")
+	if eval[bool](p, `document.getElementById("key-dialog").open`) {
+		t.Error("the key was asked for again after a reload")
+	}
+	p.waitFor("the thread, listed with the kept key", `document.querySelectorAll('[data-testid="thread-item"]').length === 1`)
 }
