@@ -140,7 +140,7 @@ function parseBlocks(lines) {
       }
     }
     // A paragraph, or a setext heading.
-    const para = [line.trim()];
+    const para = [line.replace(/^[ \t]+/, '')];
     i++;
     let level = 0;
     while (i < lines.length && !isBlank(lines[i])) {

@@ -1,16 +1,27 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/weftlabs/weft/agent/orchestrator"
+	"github.com/weftlabs/weft/checkpoint"
+	marketingagent "github.com/weftlabs/weft/examples/marketing/agent"
+	marketingservice "github.com/weftlabs/weft/examples/marketing/service"
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
+	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/store"
+	"github.com/weftlabs/weft/tool"
 )
 
 // marketingRequest is the request examples/marketing/demo.yaml answers.
@@ -320,4 +331,166 @@ func TestOrchReportFilesAndNextActions(t *testing.T) {
 	}
 	p.click(testid("next-action"))
 	p.waitFor("the next action sent", `[...document.querySelectorAll('[data-testid="msg-human"]')].pop()?.textContent.includes(`+jsString(next)+`)`)
+}
+
+// toolGate holds tool calls until it is opened.
+type toolGate struct {
+	open    chan struct{}
+	once    sync.Once
+	started chan string
+}
+
+func newToolGate() *toolGate {
+	return &toolGate{open: make(chan struct{}), started: make(chan string, 64)}
+}
+
+// Open lets every held call, and every later one, go on.
+func (g *toolGate) Open() { g.once.Do(func() { close(g.open) }) }
+
+// held is orig, waiting at the gate before it runs: the same name,
+// description and schema, and the same result, metadata included.
+func (g *toolGate) held(orig *tool.Tool) *tool.Tool {
+	spec := orig.Spec()
+	return tool.NewRaw(orig.Name(), spec.Description, spec.Parameters, func(ctx context.Context, args json.RawMessage) (any, error) {
+		select {
+		case g.started <- orig.Name():
+		default:
+		}
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		r, err := orig.Run(ctx, args, time.Minute)
+		for k, v := range r.Meta {
+			tool.SetMeta(ctx, k, v)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !r.Success {
+			return nil, errors.New(r.Error)
+		}
+		return r.Data, nil
+	})
+}
+
+// heldMarketing is the marketing agent over model whose tools wait at the
+// gate, with no plan approval.
+func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate) server.GraphFunc {
+	dir := t.TempDir()
+	return func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+		ctx := context.Background()
+		svc, err := marketingservice.Open(ctx, filepath.Join(dir, "marketing.db"))
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { svc.Close() })
+		execs, err := marketingagent.Executors(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		for i := range execs {
+			for j, tl := range execs[i].Tools {
+				execs[i].Tools[j] = g.held(tl)
+			}
+		}
+		cfg, err := marketingagent.DefaultConfig()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Approvals.Plan = false
+		cfg.Results.Dir = filepath.Join(dir, "results")
+		a, err := orchestrator.New(orchestrator.Options{Config: &cfg, Models: orchestrator.Models{Default: model}, Executors: execs, Checkpointer: saver})
+		if err != nil {
+			return nil, err
+		}
+		return a.Graph, nil
+	}
+}
+
+// Independent todos run at the same time, and the page shows them so: the
+// demo plan's first four todos are running together in the panel (their
+// tools are held until the page shows it), each with its time going, in
+// the execution layer; then they and the rest end.
+func TestOrchParallelTodos(t *testing.T) {
+	demo, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "marketing", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := scripted.Parse(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newToolGate()
+	defer g.Open()
+	s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, model, g)}})
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("marketing")
+	p.send(marketingRequest)
+
+	p.waitFor("four todos running together", `document.querySelectorAll('[data-testid="orch-todos"] > li[data-status="running"]').length === 4`)
+	running := eval[[]string](p, `[...document.querySelectorAll('[data-testid="orch-todos"] > li[data-status="running"]')].map(li => li.dataset.todoId)`)
+	if strings.Join(running, ",") != "t1,t2,t3,t4" {
+		t.Errorf("running together: %v, want t1 to t4", running)
+	}
+	if layer := eval[string](p, `document.querySelector('[data-testid="orch-layers"] li[aria-current="step"]')?.dataset.layer || ""`); layer != "execution" {
+		t.Errorf("current layer %q, want execution", layer)
+	}
+	if now := p.text(testid("orch-running-now")); !strings.Contains(now, "t1, t2, t3, t4") {
+		t.Errorf("running now = %q", now)
+	}
+	if n := eval[int](p, `document.querySelectorAll('[data-testid="orch-dag"] g.node.st-running').length`); n != 4 {
+		t.Errorf("%d nodes of the graph drawn running, want 4", n)
+	}
+	// Their times go on while they run.
+	first := p.text(`[data-testid="orch-todo-t1"] .time`)
+	p.waitFor("t1's time to advance", `document.querySelector('[data-testid="orch-todo-t1"] .time').textContent !== `+jsString(first))
+	g.Open()
+	p.waitRunEnd("done")
+	if got := statuses(p.panelTodos()); got != "t1:done t2:done t3:done t4:done t5:done t6:done t7:done" {
+		t.Errorf("panel todos = %s", got)
+	}
+	if n := eval[string](p, `document.querySelector('[data-testid="orch-panel"]').dataset.maxRunning`); n != "4" {
+		t.Errorf("at most %s todos shown running at once, want 4", n)
+	}
+}
+
+// The Markdown renderer builds the elements Markdown means and never
+// HTML from the text: raw HTML shows as text, links keep http, https and
+// relative URLs only, images this page's origin only.
+func TestMarkdownRenderer(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	cases := []struct{ name, src, want string }{
+		{"heading and emphasis", "# Title\n\nSome *em*, **strong**, ~~gone~~ and `code`.",
+			"<h1>Title</h1><p>Some <em>em</em>, <strong>strong</strong>, <del>gone</del> and <code>code</code>.</p>"},
+		{"nested lists", "- a\n- b\n  - c\n  - d\n- e\n\n3. x\n4. y",
+			"<ul><li>a</li><li>b<ul><li>c</li><li>d</li></ul></li><li>e</li></ul><ol start=\"3\"><li>x</li><li>y</li></ol>"},
+		{"loose list", "- a\n\n- b", "<ul><li><p>a</p></li><li><p>b</p></li></ul>"},
+		{"task items", "- [x] done\n- [ ] open", `<ul><li class="task"><input type="checkbox" disabled=""> done</li><li class="task"><input type="checkbox" disabled=""> open</li></ul>`},
+		{"table", "| id | 값 |\n|---|--:|\n| t1 \\| x | **1** |",
+			`<div class="md-table"><table><thead><tr><th>id</th><th style="text-align: right;">값</th></tr></thead><tbody><tr><td>t1 | x</td><td style="text-align: right;"><strong>1</strong></td></tr></tbody></table></div>`},
+		{"code block", "```go\nif a < b && c {\n}\n```", `<pre><code class="language-go" data-lang="go">if a &lt; b &amp;&amp; c {\n}</code></pre>`},
+		{"quote and rule", "> said\n> more\n\n---", "<blockquote><p>said\nmore</p></blockquote><hr>"},
+		{"raw HTML is text", "<script>alert(1)</script> <img src=x onerror=alert(1)>",
+			"<p>&lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;</p>"},
+		{"links", "[a](https://example.com/x \"t\") [b](report.md) [c](javascript:alert(1)) [d](<JaVa\tScRiPt:alert(1)>) [e](data:text/html,x) <https://example.org>",
+			`<p><a href="https://example.com/x" title="t" target="_blank" rel="noopener noreferrer">a</a> <a href="report.md">b</a> <span>c</span> <span>d</span> <span>e</span> <a href="https://example.org" target="_blank" rel="noopener noreferrer">https://example.org</a></p>`},
+		{"images", "![chart](/ui/icon.svg) ![far](https://example.com/a.png) ![data](data:image/png;base64,AAAA)",
+			`<p><img alt="chart" loading="lazy" decoding="async" referrerpolicy="no-referrer" src="` + s.URL + `/ui/icon.svg"> <span class="md-image-blocked">[far]</span> <span class="md-image-blocked">[data]</span></p>`},
+		{"bare URL", "see https://example.com/a_b.", `<p>see <a href="https://example.com/a_b" target="_blank" rel="noopener noreferrer">https://example.com/a_b</a>.</p>`},
+		{"no ids from text", "# x\n\n<a id=app name=app>", "<h1>x</h1><p>&lt;a id=app name=app&gt;</p>"},
+		{"hard break", "a  \nb\\\nc", "<p>a<br>b<br>c</p>"},
+		{"korean emphasis", "**채널 분석**: 증감을 정리했습니다", "<p><strong>채널 분석</strong>: 증감을 정리했습니다</p>"},
+	}
+	for _, c := range cases {
+		got := eval[string](p, `import("/ui/markdown.js").then(m => { const d = document.createElement("div"); d.append(m.renderMarkdown(`+jsString(strings.ReplaceAll(c.src, `\n`, "\n"))+`)); return d.innerHTML; })`)
+		want := strings.ReplaceAll(c.want, `\n`, "\n")
+		if got != want {
+			t.Errorf("%s:\n got  %s\n want %s", c.name, got, want)
+		}
+	}
 }
