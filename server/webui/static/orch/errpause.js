@@ -15,7 +15,6 @@ export function renderError(container, interrupt, ctx) {
   const box = h("section", { class: "interrupt orch-interrupt orch-error", "data-testid": "orch-error-point", "aria-labelledby": headId });
   const { send, err } = sender(box, ctx);
   box.append(h("h3", { id: headId, text: t("orch.error.title", { id: todo.id || "", title: todo.title || "" }) }), problemBanner(v));
-  if (v.message) box.append(h("p", { class: "muted", text: v.message }));
   box.append(
     h("p", { class: "orch-failure", role: "status" }, r.error_code ? h("strong", { text: `${t("orch.error.code", { code: r.error_code })}: ` }) : null, r.error || todo.reason || ""),
     h("p", { class: "muted small", text: t("orch.error.detail", { tool: r.tool || todo.tool || "-", attempt: r.attempt || todo.attempt || 1 }) }),
@@ -40,7 +39,6 @@ export function renderPause(container, interrupt, ctx) {
   const box = h("section", { class: "interrupt orch-interrupt orch-pause", "data-testid": "orch-pause", "aria-labelledby": headId });
   const { send, err } = sender(box, ctx);
   box.append(h("h3", { id: headId, text: t("orch.pause.title") }), problemBanner(v));
-  if (v.message) box.append(h("p", { class: "muted", text: v.message }));
   const name = nextId("drop");
   const list = h(
     "ul",

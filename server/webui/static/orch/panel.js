@@ -341,7 +341,7 @@ export class Panel {
       clear(els.dag);
       if (this.order.length) {
         const list = this.order.map((id) => this.todos.get(id));
-        els.dag.append(drawDag(list, { status: (id) => this.todos.get(id).status, testid: "orch-dag", label: t("orch.plan.graph") }));
+        els.dag.append(drawDag(list, { status: (id) => this.todos.get(id).status, testid: "orch-dag", label: t("orch.plan.graph"), minWidth: 0 }));
       }
     }
     const running = [];

@@ -17,7 +17,7 @@ export function renderPlan(container, interrupt, ctx) {
   const box = h("section", { class: "interrupt orch-interrupt orch-plan", "data-testid": "orch-plan", "aria-labelledby": headId });
   const { send, err } = sender(box, ctx);
   box.append(h("h3", { id: headId, text: t("orch.plan.title", { revision: plan.revision || 1 }) }), problemBanner(v));
-  if (v.message) box.append(h("p", { class: "muted", text: v.message }));
+  box.append(h("p", { class: "muted", text: t("orch.plan.ask", { n: todos.length }) }));
   if (plan.summary) box.append(h("p", { class: "orch-summary", text: plan.summary }));
   box.append(planFacts(plan));
 

@@ -51,6 +51,7 @@ addStrings({
     "orch.clarify.reuse": "Reuse this answer",
 
     "orch.plan.title": "Plan (revision {revision})",
+    "orch.plan.ask": "Run this plan of {n} todos?",
     "orch.plan.strategy": "Strategy: {strategy}",
     "orch.plan.estimate": "About {critical} with independent todos at once ({serial} one after another)",
     "orch.plan.cost": "Estimated cost {cost}",
@@ -199,6 +200,7 @@ addStrings({
     "orch.clarify.reuse": "이 답변 쓰기",
 
     "orch.plan.title": "계획 (수정 {revision})",
+    "orch.plan.ask": "할 일 {n}개로 된 이 계획을 실행할까요?",
     "orch.plan.strategy": "전략: {strategy}",
     "orch.plan.estimate": "독립된 할 일을 동시에 하면 약 {critical} (하나씩 하면 {serial})",
     "orch.plan.cost": "예상 비용 {cost}",
