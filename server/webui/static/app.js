@@ -526,6 +526,10 @@ function onEvent(run, ev, meta) {
     case "values":
       if (d && typeof d === "object") {
         if (Array.isArray(d.messages)) transcript.setAll(d.messages);
+        else {
+          const { __interrupt__, ...values } = d;
+          transcript.showValues(values);
+        }
         if (d.__interrupt__) {
           run.interrupted = true;
           state.pending = d.__interrupt__;

@@ -228,9 +228,9 @@ export class Transcript {
         h("span", { class: "tool-name", text: tc.name || t("chat.tool") }),
         h("span", { class: ["badge", state], text: t(`chat.tool.${state}`) }),
       ),
-      h("div", { class: "tool-part" }, h("div", { class: "label", text: t("chat.tool.args") }), h("pre", { class: "mono", "data-testid": "tool-args", text: pretty(args) })),
+      h("div", { class: "tool-part" }, h("div", { class: "label", text: t("chat.tool.args") }), h("pre", { class: "mono", tabindex: "0", "aria-label": t("chat.tool.args"), "data-testid": "tool-args", text: pretty(args) })),
       result
-        ? h("div", { class: "tool-part" }, h("div", { class: "label", text: t("chat.tool.result") }), h("pre", { class: "mono", "data-testid": "tool-result", text: pretty(contentText(result.content)) }))
+        ? h("div", { class: "tool-part" }, h("div", { class: "label", text: t("chat.tool.result") }), h("pre", { class: "mono", tabindex: "0", "aria-label": t("chat.tool.result"), "data-testid": "tool-result", text: pretty(contentText(result.content)) }))
         : null,
     );
   }

@@ -71,7 +71,8 @@ export class History {
       const id = cp.checkpoint && cp.checkpoint.checkpoint_id;
       const md = cp.metadata || {};
       const step = md.step ?? "?";
-      const source = md.source ? t(`history.source.${md.source}`) : "";
+      // "loop" is every ordinary step: only the others are worth a word.
+      const source = md.source && md.source !== "loop" ? `${t(`history.source.${md.source}`)} · ` : "";
       const next = cp.next && cp.next.length ? t("history.next", { nodes: cp.next.join(", ") }) : t("history.end");
       const msgs = cp.values && Array.isArray(cp.values.messages) ? cp.values.messages : null;
       const last = msgs && msgs.length ? contentText(msgs[msgs.length - 1].content).slice(0, 60) : "";
@@ -80,7 +81,7 @@ export class History {
         h(
           "li",
           { class: ["checkpoint", selected && "selected"], "data-checkpoint-id": id, "data-testid": "checkpoint" },
-          h("div", { class: "cp-head" }, h("strong", { text: t("history.step", { step }) }), h("span", { class: "muted", text: ` ${source} · ${next}` }), i === 0 ? h("span", { class: "badge", text: t("history.current") }) : null),
+          h("div", { class: "cp-head" }, h("strong", { text: t("history.step", { step }) }), h("span", { class: "muted", text: ` ${source}${next}` }), i === 0 ? h("span", { class: "badge", text: t("history.current") }) : null),
           last ? h("div", { class: "cp-last", text: last }) : null,
           h("div", { class: "muted small", text: formatDate(cp.created_at) }),
           h(

@@ -237,6 +237,7 @@ func TestPendingApprovalAfterRestart(t *testing.T) {
 	p2.fill(testid("interrupt-raw"), `{"action": "approve", "reason": "looks good"}`)
 	p2.click(testid("interrupt-raw-submit"))
 	p2.waitFor("the resumed run's end", `document.getElementById("run-status").dataset.status === "done" && document.getElementById("interrupts").hidden`)
+	p2.waitFor("the state after the approval", `(document.querySelector('[data-testid="state-values"]') || {}).textContent.includes('"approved": true')`)
 	values := p2.text(testid("state-values"))
 	for _, want := range []string{`"approved": true`, `"feedback": "approved: looks good"`, "send the invitations"} {
 		if !strings.Contains(values, want) {
