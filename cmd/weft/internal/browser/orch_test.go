@@ -494,3 +494,110 @@ func TestMarkdownRenderer(t *testing.T) {
 		}
 	}
 }
+
+// TestOrchScreenshots writes the orchestrator views' screenshots of
+// docs/img (WEFT_SCREENSHOTS=1 go test -run Screenshots
+// ./cmd/weft/internal/browser): the plan viewer, the step form, the todos
+// panel with todos running in parallel, the report, and the plan on a
+// phone.
+func TestOrchScreenshots(t *testing.T) {
+	if os.Getenv("WEFT_SCREENSHOTS") != "1" {
+		t.Skip("WEFT_SCREENSHOTS=1 writes the screenshots of docs/img")
+	}
+	out := filepath.Join(repoRoot(t), "docs", "img")
+	stepModel := orchScript(t, "orch-step.yaml")
+	demo, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "marketing", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldModel, err := scripted.Parse(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("plan", func(t *testing.T) {
+		s := startServer(t, nil)
+		p := newPage(t, &pageOptions{Width: 1280, Height: 900})
+		p.open(s.URL + "/")
+		p.pick("marketing")
+		p.send(marketingRequest)
+		p.waitFor("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+		p.screenshot(filepath.Join(out, "webui-plan.png"))
+		p.click(testid("plan-accept"))
+		p.waitRunEnd("done")
+		p.waitFor("the charts", `[...document.querySelectorAll('[data-testid="orch-attachment-image"]')].every(i => i.complete && i.naturalWidth > 0)`)
+		p.click(testid("open-report"))
+		p.waitFor("the report's charts", `document.querySelector('[data-testid="report-body"]')?.dataset.loaded === "true" &&
+			[...document.querySelectorAll('[data-testid="report-body"] img')].every(i => i.complete && i.naturalWidth > 0)`)
+		p.screenshot(filepath.Join(out, "webui-report.png"))
+	})
+	t.Run("step", func(t *testing.T) {
+		s := startServer(t, &serverOptions{Model: stepModel, Configure: func(_ string, c *orchestrator.Config) {
+			c.Approvals.Plan = false
+			c.Approvals.Step = true
+			c.Execution.Preparation = orchestrator.PrepareLight
+		}})
+		p := newPage(t, &pageOptions{Width: 1280, Height: 900, Lang: "ko-KR"})
+		p.open(s.URL + "/")
+		p.pick("marketing")
+		p.send("지난 분기 채널 성과 보고서를 만들어 줘")
+		p.waitFor("t1's step", `document.querySelector('[data-testid="orch-step"]')?.dataset.todoId === "t1"`)
+		p.fill(testid("param-period"), "yesterday")
+		p.click(testid("step-edit"))
+		p.screenshot(filepath.Join(out, "webui-step.png"))
+	})
+	t.Run("todos", func(t *testing.T) {
+		g := newToolGate()
+		defer g.Open()
+		s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, heldModel, g)}})
+		p := newPage(t, &pageOptions{Width: 1280, Height: 900, ColorScheme: "dark"})
+		p.open(s.URL + "/")
+		p.pick("marketing")
+		p.send(marketingRequest)
+		p.waitFor("four todos running", `document.querySelectorAll('[data-testid="orch-todos"] > li[data-status="running"]').length === 4`)
+		p.screenshot(filepath.Join(out, "webui-todos.png"))
+		g.Open()
+		p.waitRunEnd("done")
+	})
+	t.Run("phone", func(t *testing.T) {
+		s := startServer(t, nil)
+		p := newPage(t, &pageOptions{Width: 390, Height: 844, Phone: true, Lang: "ko-KR"})
+		p.open(s.URL + "/")
+		p.pick("marketing")
+		p.send(marketingRequest)
+		p.waitFor("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+		p.screenshot(filepath.Join(out, "webui-phone-plan.png"))
+	})
+}
+
+// On a phone, in Korean: the plan is answered with its Korean controls,
+// the page does not scroll sideways (the graph scrolls in its own box),
+// the run panel opens from its tab and shows the todos, and switching the
+// language relabels the panel.
+func TestOrchPhoneKorean(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, &pageOptions{Width: 390, Height: 844, Phone: true, Lang: "ko-KR"})
+	p.open(s.URL + "/")
+	p.pick("marketing")
+	p.send(marketingRequest)
+	p.waitFor("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+	if got := p.text(testid("plan-accept")); got != "승인" {
+		t.Errorf("accept button = %q, want Korean", got)
+	}
+	if w := eval[[]int](p, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
+		t.Errorf("the page is %d px wide in a %d px screen", w[0], w[1])
+	}
+	if r := eval[map[string]float64](p, `(() => { const b = document.querySelector('[data-testid="orch-plan"]').getBoundingClientRect(); return {left: b.left, right: b.right, vw: window.innerWidth} })()`); r["left"] < 0 || r["right"] > r["vw"] {
+		t.Errorf("the plan box %v overflows the screen", r)
+	}
+	p.click(testid("plan-accept"))
+	p.waitRunEnd("done")
+	p.click(testid("panel-toggle"))
+	p.waitFor("the run panel", `document.getElementById("run-panel").checkVisibility() &&
+		document.querySelectorAll('[data-testid="orch-todos"] > li[data-status="done"]').length === 7`)
+	if got := p.text(`[data-testid="orch-todo-t1"] .badge`); got != "완료" {
+		t.Errorf("t1's status = %q, want Korean", got)
+	}
+	eval[bool](p, `(() => { const s = document.getElementById("lang"); s.value = "en"; s.dispatchEvent(new Event("change")); return true })()`)
+	p.waitFor("the panel in English", `document.querySelector('[data-testid="orch-todo-t1"] .badge')?.textContent === "done"`)
+}

@@ -5,6 +5,7 @@
 
 import "./strings.js";
 import { registerInterrupt } from "../interrupts.js";
+import { onLangChange } from "../i18n.js";
 import { onCustom, onRunState, onThread, panel } from "../bus.js";
 import { renderClarification } from "./clarify.js";
 import { renderPlan } from "./plan.js";
@@ -52,6 +53,12 @@ onRunState(({ threadId, status }) => {
   const p = current();
   if (!p || (threadId && p.threadId && p.threadId !== threadId)) return;
   p.runState(status);
+});
+
+// The panel's words follow the language (the shell re-renders the
+// interrupts itself).
+onLangChange(() => {
+  if (view) view.relabel();
 });
 
 /** orchPanel(): the run panel's view, for tests and tools. */

@@ -314,6 +314,14 @@ export class Panel {
     this.structureChanged = true;
   }
 
+  /** relabel(): builds the view anew, in the current language. */
+  relabel() {
+    if (!this.root) return;
+    this.root.remove();
+    this.root = null;
+    this.render();
+  }
+
   render() {
     if (!this.visible) return;
     if (!this.root || !this.root.isConnected) this.build();
