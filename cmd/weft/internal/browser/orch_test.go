@@ -333,11 +333,14 @@ func TestOrchReportFilesAndNextActions(t *testing.T) {
 	p.waitFor("the next action sent", `[...document.querySelectorAll('[data-testid="msg-human"]')].pop()?.textContent.includes(`+jsString(next)+`)`)
 }
 
-// toolGate holds tool calls until it is opened.
+// toolGate holds tool calls until it is opened; the tools named in
+// failOnce fail their first call.
 type toolGate struct {
-	open    chan struct{}
-	once    sync.Once
-	started chan string
+	open     chan struct{}
+	once     sync.Once
+	started  chan string
+	mu       sync.Mutex
+	failOnce map[string]bool
 }
 
 func newToolGate() *toolGate {
@@ -361,6 +364,13 @@ func (g *toolGate) held(orig *tool.Tool) *tool.Tool {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		g.mu.Lock()
+		fail := g.failOnce[orig.Name()]
+		delete(g.failOnce, orig.Name())
+		g.mu.Unlock()
+		if fail {
+			return nil, errors.New("the data source did not answer")
+		}
 		r, err := orig.Run(ctx, args, time.Minute)
 		for k, v := range r.Meta {
 			tool.SetMeta(ctx, k, v)
@@ -376,8 +386,9 @@ func (g *toolGate) held(orig *tool.Tool) *tool.Tool {
 }
 
 // heldMarketing is the marketing agent over model whose tools wait at the
-// gate, with no plan approval.
-func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate) server.GraphFunc {
+// gate, with no plan approval; configure, if set, changes its
+// configuration further.
+func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate, configure ...func(*orchestrator.Config)) server.GraphFunc {
 	dir := t.TempDir()
 	return func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
 		ctx := context.Background()
@@ -401,6 +412,9 @@ func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate) server.GraphF
 		}
 		cfg.Approvals.Plan = false
 		cfg.Results.Dir = filepath.Join(dir, "results")
+		for _, f := range configure {
+			f(&cfg)
+		}
 		a, err := orchestrator.New(orchestrator.Options{Config: &cfg, Models: orchestrator.Models{Default: model}, Executors: execs, Checkpointer: saver})
 		if err != nil {
 			return nil, err
@@ -600,4 +614,42 @@ func TestOrchPhoneKorean(t *testing.T) {
 	}
 	eval[bool](p, `(() => { const s = document.getElementById("lang"); s.value = "en"; s.dispatchEvent(new Event("change")); return true })()`)
 	p.waitFor("the panel in English", `document.querySelector('[data-testid="orch-todo-t1"] .badge')?.textContent === "done"`)
+}
+
+// The error point: a todo whose tool failed is shown with its error, and
+// Retry runs it again (its second attempt succeeds); the run goes on.
+func TestOrchErrorRetry(t *testing.T) {
+	demo, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "marketing", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := scripted.Parse(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newToolGate()
+	g.failOnce = map[string]bool{"get_customer_segments": true}
+	g.Open()
+	s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, model, g, func(c *orchestrator.Config) {
+		c.Execution.ReactFallback = false
+	})}})
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("marketing")
+	p.send(marketingRequest)
+	p.waitFor("the error point", `!!document.querySelector('[data-testid="orch-error-point"]')`)
+	if got := p.text(testid("orch-error-point")); !strings.Contains(got, "t2") || !strings.Contains(got, "the data source did not answer") {
+		t.Errorf("error point = %q", got)
+	}
+	if st := eval[string](p, `document.querySelector('[data-testid="orch-todo-t2"]').dataset.status`); st != "failed" {
+		t.Errorf("t2 in the panel: %s, want failed", st)
+	}
+	p.click(testid("error-retry"))
+	p.waitRunEnd("done")
+	if got := statuses(p.panelTodos()); got != "t1:done t2:done t3:done t4:done t5:done t6:done t7:done" {
+		t.Errorf("panel todos = %s", got)
+	}
+	if meta := p.text(`[data-testid="orch-todo-t2"] .meta`); !strings.Contains(meta, "attempt 2") {
+		t.Errorf("t2's row = %q, want its second attempt", meta)
+	}
 }

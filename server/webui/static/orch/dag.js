@@ -215,6 +215,7 @@ export function drawDag(todos, opts = {}) {
       class: ["node", `st-${status}`, onCycle.has(id) ? "cycle" : "", critical.has(id) ? "critical" : ""].filter(Boolean).join(" "),
       transform: `translate(${n.x},${n.y})`,
       "data-id": id,
+      "data-title": n.todo.title || "",
       "data-status": status,
       role: opts.onSelect ? "button" : "img",
       tabindex: opts.onSelect ? 0 : undefined,
@@ -250,6 +251,11 @@ export function setDagStatus(wrap, id, status) {
     if (g.dataset.id !== id) continue;
     g.classList.remove("st-pending", "st-running", "st-done", "st-failed", "st-skipped");
     g.classList.add(`st-${status}`);
+    if (g.dataset.status === status) continue;
     g.dataset.status = status;
+    const label = t("orch.plan.nodeLabel", { id, title: g.dataset.title || "", status: statusText(status) });
+    g.setAttribute("aria-label", label);
+    const title = g.querySelector("title");
+    if (title) title.textContent = label;
   }
 }
