@@ -352,7 +352,8 @@ async function openThread(id) {
   await loadState();
   history.threadChanged();
   // A run still going (or waiting) on this thread: follow its stream.
-  if (thread.status === "busy") await followActiveRun(id);
+  // (Not awaited: the page is ready while the run goes on.)
+  if (thread.status === "busy") followActiveRun(id).catch((err) => notice(errText(err)));
   else renderStatus(thread.status === "error" ? "error" : thread.status === "interrupted" ? "interrupted" : "");
 }
 

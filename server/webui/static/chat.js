@@ -101,6 +101,9 @@ export class Transcript {
   put(m, chunk) {
     const id = this.idOf(m);
     let e = this.msgs.get(id);
+    // A chunk of a message already whole (a joined stream replays the
+    // chunks of replies the state holds) adds nothing.
+    if (chunk && e && !e.streaming) return;
     if (!e) {
       e = { msg: { ...m, content: chunk ? "" : m.content }, el: null, toolCalls: [] };
       this.msgs.set(id, e);

@@ -439,3 +439,30 @@ func TestAPIKey(t *testing.T) {
 	}
 	p.waitFor("the thread, listed with the kept key", `document.querySelectorAll('[data-testid="thread-item"]').length === 1`)
 }
+
+// A page reloaded while a run goes on joins the run's stream: what was
+// said so far is replayed, and the rest streams in.
+func TestReloadDuringRun(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("career")
+	s.Gate.Hold()
+	p.send("UX 디자이너가 되고 싶어요")
+	s.Gate.Paused(t)
+	p.waitFor("the thread in the URL", `location.hash.startsWith("#thread=")`)
+	eval[bool](p, `window.__beforeReload = true`)
+	p.must("reloading", chromedp.Reload())
+	p.waitFor("the reloaded page", `document.body.dataset.ready === "true" && window.__beforeReload === undefined`)
+	p.waitFor("the joined stream's first words", `(() => { const m = document.querySelector('[data-testid="msg-ai"][aria-busy="true"]');
+		return m && m.textContent.includes("UX") && !document.getElementById("stop").hidden })()`)
+	s.Gate.Release()
+	p.waitFor("the final answer", `document.querySelector("#messages").textContent.includes("첫 걸음으로 커리어 전환 세션에서") && document.getElementById("run-status").dataset.status === "done"`)
+	if n := eval[int](p, `document.querySelectorAll('[data-testid="msg-human"]').length`); n != 1 {
+		t.Errorf("%d user messages after the reload, want 1", n)
+	}
+	// Each reply once, though the joined stream replayed their chunks.
+	if n := eval[int](p, `document.querySelector("#messages").textContent.split("찾아볼게요").length - 1`); n != 1 {
+		t.Errorf("the first reply shows %d times", n)
+	}
+}
