@@ -71,7 +71,7 @@ async function main() {
     applyI18n();
     renderStatus();
     transcript.rerender();
-    showInterrupts();
+    showInterrupts(true);
     threads.render();
     history.render();
     setTitle();
@@ -79,6 +79,7 @@ async function main() {
   await loadAssistants();
   await threads.load();
   await routeFromHash();
+  if (!state.run) document.body.dataset.run = "idle";
   document.body.dataset.ready = "true";
 }
 
@@ -470,6 +471,9 @@ async function streamRun(threadId, path, body, opts) {
   state.run = run;
   setRunning(true);
   const meta = () => ({ threadId, runId: run.runId });
+  // body[data-run] is "busy" from a run's start until its end has settled
+  // (the state reloaded), for tests and views waiting for that.
+  document.body.dataset.run = "busy";
   emitRunState({ ...meta(), status: "running" });
   let ended = "done";
   try {
@@ -500,7 +504,10 @@ async function streamRun(threadId, path, body, opts) {
       setRunning(false);
     }
   }
-  if (run.detached) return;
+  if (run.detached) {
+    document.body.dataset.run = "idle";
+    return;
+  }
   // Counts the runs that ended, for tests waiting for the next one.
   document.body.dataset.runsEnded = String(Number(document.body.dataset.runsEnded || 0) + 1);
   transcript.finish();
@@ -512,6 +519,7 @@ async function streamRun(threadId, path, body, opts) {
     await loadState();
     history.refresh();
   }
+  if (!state.run) document.body.dataset.run = "idle";
   if (ended === "error" && body && run.failed && !run.runId) throw new Error(run.failed);
 }
 
@@ -601,8 +609,16 @@ function renderStatus(status = lastStatus.status, message = lastStatus.message) 
 
 // ------------------------------------------------------------ interrupts
 
-function showInterrupts() {
+let shownInterrupts = "";
+
+// showInterrupts draws the pending interrupts' controls. The same
+// interrupts are not drawn again (what the person typed stays), unless
+// force (a language switch).
+function showInterrupts(force = false) {
   const box = els.interrupts;
+  const key = `${state.threadId} ${JSON.stringify(state.pending.map((i) => [i.id, i.value]))}`;
+  if (key === shownInterrupts && !force) return;
+  shownInterrupts = key;
   clear(box);
   box.hidden = state.pending.length === 0;
   for (const intr of state.pending) {

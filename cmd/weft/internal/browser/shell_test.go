@@ -120,7 +120,7 @@ func (p *page) chat(text string) {
 	p.t.Helper()
 	ended := eval[string](p, `document.body.dataset.runsEnded || "0"`)
 	p.send(text)
-	p.waitFor("the run of "+text+" to end", `(document.body.dataset.runsEnded || "0") !== `+jsString(ended)+` && document.getElementById("stop").hidden`)
+	p.waitFor("the run of "+text+" to end", `(document.body.dataset.runsEnded || "0") !== `+jsString(ended)+` && document.body.dataset.run === "idle"`)
 }
 
 // threadTitles lists the thread list's titles, in order.
