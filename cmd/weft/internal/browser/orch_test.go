@@ -87,7 +87,15 @@ func (s *testServer) runCount(t *testing.T, id string) int {
 func (p *page) waitRunEnd(state string) {
 	p.t.Helper()
 	p.waitFor("the run to end "+state, `(() => { const s = document.querySelector('[data-testid="orch-run-status"]');
-		return s && s.dataset.state === `+jsString(state)+` && document.getElementById("stop").hidden })()`)
+		return s && s.dataset.state === `+jsString(state)+` && document.body.dataset.run === "idle" })()`)
+}
+
+// waitPoint waits for an approval point's view, once the run that stopped
+// there has settled (the page reloaded the thread's state, so the view
+// drawn is the one that stays).
+func (p *page) waitPoint(what, expr string) {
+	p.t.Helper()
+	p.waitFor(what, `document.body.dataset.run === "idle" && (`+expr+`)`)
 }
 
 type todoRow struct {
@@ -121,7 +129,7 @@ func TestOrchClarifyAndEditPlan(t *testing.T) {
 	p.pick("marketing")
 	p.send("지난 분기 캠페인 보고서를 만들어 줘")
 
-	p.waitFor("the clarification", `!!document.querySelector('[data-testid="orch-clarify"]')`)
+	p.waitPoint("the clarification", `!!document.querySelector('[data-testid="orch-clarify"]')`)
 	if q := p.text(testid("orch-clarify-question")); q != "어느 상품의 캠페인을 분석할까요?" {
 		t.Errorf("question = %q", q)
 	}
@@ -140,7 +148,7 @@ func TestOrchClarifyAndEditPlan(t *testing.T) {
 	p.click(testid("orch-clarify-send"))
 
 	// The plan: its graph, estimate and todos.
-	p.waitFor("the plan", `!!document.querySelector('[data-testid="orch-plan"] [data-testid="plan-dag"]')`)
+	p.waitPoint("the plan", `!!document.querySelector('[data-testid="orch-plan"] [data-testid="plan-dag"]')`)
 	nodes := eval[[]string](p, `[...document.querySelectorAll('[data-testid="orch-plan"] [data-testid="plan-dag"] g.node')].map(g => g.dataset.id)`)
 	edges := eval[[]string](p, `[...document.querySelectorAll('[data-testid="orch-plan"] [data-testid="plan-dag"] path.edge')].map(e => e.dataset.from + ">" + e.dataset.to)`)
 	slices.Sort(nodes)
@@ -174,7 +182,7 @@ func TestOrchClarifyAndEditPlan(t *testing.T) {
 	// A tool the orchestrator does not know: refused there, and said.
 	p.fill(testid("plan-todo-tool-2"), "no_such_tool")
 	p.click(testid("plan-edit-send"))
-	p.waitFor("the orchestrator's problem", `document.querySelector('[data-testid="orch-plan"] [data-testid="orch-problem"]')?.textContent.includes("no_such_tool")`)
+	p.waitPoint("the orchestrator's problem", `document.querySelector('[data-testid="orch-plan"] [data-testid="orch-problem"]')?.textContent.includes("no_such_tool")`)
 
 	// The edit that runs: t3 removed, t5 added before t4, t2 renamed.
 	p.click(testid("plan-edit"))
@@ -232,7 +240,7 @@ func TestOrchStepApprovalEditAndSkip(t *testing.T) {
 	p.pick("marketing")
 	p.send("지난 분기 채널 성과 보고서를 만들어 줘")
 
-	p.waitFor("t1's step", `document.querySelector('[data-testid="orch-step"]')?.dataset.todoId === "t1"`)
+	p.waitPoint("t1's step", `document.querySelector('[data-testid="orch-step"]')?.dataset.todoId === "t1"`)
 	if tool := p.text(testid("orch-step-tool")); tool != "collect_channel_metrics" {
 		t.Errorf("step tool = %q", tool)
 	}
@@ -257,7 +265,7 @@ func TestOrchStepApprovalEditAndSkip(t *testing.T) {
 	p.fill(testid("param-period"), "last_90_days")
 	p.click(testid("step-edit"))
 
-	p.waitFor("t2's step", `document.querySelector('[data-testid="orch-step"]')?.dataset.todoId === "t2"`)
+	p.waitPoint("t2's step", `document.querySelector('[data-testid="orch-step"]')?.dataset.todoId === "t2"`)
 	p.click(testid("step-skip"))
 	p.fill(testid("step-skip-reason"), "세그먼트는 필요 없음")
 	p.click(testid("step-skip-confirm"))
@@ -287,7 +295,7 @@ func TestOrchReportFilesAndNextActions(t *testing.T) {
 	p.open(s.URL + "/")
 	p.pick("marketing")
 	p.send(marketingRequest)
-	p.waitFor("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+	p.waitPoint("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
 	p.click(testid("plan-accept"))
 	p.waitRunEnd("done")
 	p.waitFor("the result files", `!!document.querySelector('[data-testid="orch-files"]')`)
@@ -535,7 +543,7 @@ func TestOrchScreenshots(t *testing.T) {
 		p.open(s.URL + "/")
 		p.pick("marketing")
 		p.send(marketingRequest)
-		p.waitFor("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+		p.waitPoint("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
 		p.screenshot(filepath.Join(out, "webui-plan.png"))
 		p.click(testid("plan-accept"))
 		p.waitRunEnd("done")
@@ -555,7 +563,7 @@ func TestOrchScreenshots(t *testing.T) {
 		p.open(s.URL + "/")
 		p.pick("marketing")
 		p.send("지난 분기 채널 성과 보고서를 만들어 줘")
-		p.waitFor("t1's step", `document.querySelector('[data-testid="orch-step"]')?.dataset.todoId === "t1"`)
+		p.waitPoint("t1's step", `document.querySelector('[data-testid="orch-step"]')?.dataset.todoId === "t1"`)
 		p.fill(testid("param-period"), "yesterday")
 		p.click(testid("step-edit"))
 		p.screenshot(filepath.Join(out, "webui-step.png"))
@@ -579,7 +587,7 @@ func TestOrchScreenshots(t *testing.T) {
 		p.open(s.URL + "/")
 		p.pick("marketing")
 		p.send(marketingRequest)
-		p.waitFor("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+		p.waitPoint("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
 		p.screenshot(filepath.Join(out, "webui-phone-plan.png"))
 	})
 }
@@ -594,7 +602,7 @@ func TestOrchPhoneKorean(t *testing.T) {
 	p.open(s.URL + "/")
 	p.pick("marketing")
 	p.send(marketingRequest)
-	p.waitFor("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+	p.waitPoint("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
 	if got := p.text(testid("plan-accept")); got != "승인" {
 		t.Errorf("accept button = %q, want Korean", got)
 	}
@@ -637,7 +645,7 @@ func TestOrchErrorRetry(t *testing.T) {
 	p.open(s.URL + "/")
 	p.pick("marketing")
 	p.send(marketingRequest)
-	p.waitFor("the error point", `!!document.querySelector('[data-testid="orch-error-point"]')`)
+	p.waitPoint("the error point", `!!document.querySelector('[data-testid="orch-error-point"]')`)
 	if got := p.text(testid("orch-error-point")); !strings.Contains(got, "t2") || !strings.Contains(got, "the data source did not answer") {
 		t.Errorf("error point = %q", got)
 	}

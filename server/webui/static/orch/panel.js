@@ -171,9 +171,12 @@ export class Panel {
   runState(status) {
     if (status === "running") {
       this.setActive(true);
+      // A run that failed before (its request refused, say) is not the
+      // task's end: the task goes on with this run.
+      if (this.end && this.end.byRun) this.end = null;
     } else {
       this.setActive(false);
-      if (status === "error" && !this.end) this.end = { status: "failed", message: "" };
+      if (status === "error" && !this.end) this.end = { status: "failed", message: "", byRun: true };
     }
     if (this.visible) this.render();
   }
@@ -370,8 +373,8 @@ export class Panel {
 
   statusLine() {
     if (this.end) {
-      const key = `orch.run.ended.${this.end.status}`;
-      return t(key, { message: this.end.message || "" });
+      if (this.end.status === "failed" && !this.end.message) return t("orch.run.ended.failedPlain");
+      return t(`orch.run.ended.${this.end.status}`, { message: this.end.message || "" });
     }
     if (this.waiting) return t("orch.run.waiting", { what: t(`orch.kind.${this.waiting}`) });
     const total = this.progress ? this.progress.total : this.todos.size;
