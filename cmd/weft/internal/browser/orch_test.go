@@ -661,3 +661,121 @@ func TestOrchErrorRetry(t *testing.T) {
 		t.Errorf("t2's row = %q, want its second attempt", meta)
 	}
 }
+
+// The pause point (approvals.pause on): before the first wave the coming
+// todos are shown; dropping one skips it and the todos that need it, and
+// the next pause is answered with Go on.
+func TestOrchPauseDelete(t *testing.T) {
+	s := startServer(t, &serverOptions{Configure: func(_ string, c *orchestrator.Config) {
+		c.Approvals.Plan = false
+		c.Approvals.Pause = true
+	}})
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("marketing")
+	p.send(marketingRequest)
+	p.waitPoint("the first pause", `!!document.querySelector('[data-testid="orch-pause"]')`)
+	next := eval[[]string](p, `[...document.querySelectorAll('[data-testid="orch-pause"] li.next input')].map(i => i.value)`)
+	if strings.Join(next, ",") != "t1,t2,t3,t4" {
+		t.Errorf("about to run: %v, want t1 to t4", next)
+	}
+	p.click(testid("pause-delete"))
+	if got := p.text(`[data-testid="orch-pause"] [data-testid="orch-error"]`); got == "" {
+		t.Error("dropping nothing selected is not refused in the page")
+	}
+	p.click(testid("pause-drop-t4"))
+	p.click(testid("pause-delete"))
+	// The waves after: each pause is answered with Go on, until the end.
+	for range 4 {
+		p.waitFor("the next pause or the end", `document.body.dataset.run === "idle" && (!!document.querySelector('[data-testid="pause-verify"]') ||
+			document.querySelector('[data-testid="orch-run-status"]')?.dataset.state === "done")`)
+		if !eval[bool](p, `!!document.querySelector('[data-testid="pause-verify"]')`) {
+			break
+		}
+		p.click(testid("pause-verify"))
+	}
+	p.waitRunEnd("done")
+	if got := statuses(p.panelTodos()); got != "t1:done t2:done t3:done t4:skipped t5:done t6:skipped t7:skipped" {
+		t.Errorf("panel todos = %s", got)
+	}
+}
+
+// The views' pure parts, in the browser: the dependency checks (cycles
+// named as the orchestrator names them) and the layered layout, and the
+// form generated from a JSON Schema with its validation per field.
+func TestOrchModules(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	type check struct {
+		Cycle  []string `json:"cycle"`
+		Errors []string `json:"errors"`
+	}
+	deps := func(todos string) check {
+		return eval[check](p, `import("/ui/orch/dag.js").then(m => { const r = m.checkDeps(`+todos+`); return {cycle: r.cycle || [], errors: r.errors.map(e => e.text)} })`)
+	}
+	if c := deps(`[{id: "t1", depends_on: ["t3"]}, {id: "t2"}, {id: "t3", depends_on: ["t2", "t1"]}]`); strings.Join(c.Cycle, " ") != "t1 t3 t1" || len(c.Errors) != 1 || c.Errors[0] != "dependency cycle: t1 → t3 → t1" {
+		t.Errorf("two-todo cycle: %+v", c)
+	}
+	if c := deps(`[{id: "a", depends_on: ["c"]}, {id: "b", depends_on: ["a"]}, {id: "c", depends_on: ["b"]}]`); strings.Join(c.Cycle, " ") != "a b c a" {
+		t.Errorf("three-todo cycle: %+v", c)
+	}
+	if c := deps(`[{id: "t1"}, {id: "t1"}, {id: ""}, {id: "t 4"}, {id: "t5", depends_on: ["t5", "t9"]}]`); len(c.Cycle) != 0 || strings.Join(c.Errors, "|") != "t1: two todos have this id|Todo 3: an id is needed|t 4: an id is letters, digits, - and _|t5: depends on itself|t5: depends on t9, which is not in the plan" {
+		t.Errorf("bad ids and dependencies: %+v", c)
+	}
+	if c := deps(`[{id: "t1"}, {id: "t2", depends_on: ["t1"]}, {id: "t3", depends_on: ["t1"]}, {id: "t4", depends_on: ["t2", "t3"]}]`); len(c.Cycle) != 0 || len(c.Errors) != 0 {
+		t.Errorf("a valid DAG: %+v", c)
+	}
+	levels := eval[map[string]int](p, `import("/ui/orch/dag.js").then(m => Object.fromEntries(m.levels([{id: "t1"}, {id: "t2", depends_on: ["t1"]}, {id: "t3"}, {id: "t4", depends_on: ["t2", "t3"]}, {id: "t5", depends_on: ["t1"]}])))`)
+	if levels["t1"] != 0 || levels["t2"] != 1 || levels["t3"] != 0 || levels["t4"] != 2 || levels["t5"] != 1 {
+		t.Errorf("levels = %v", levels)
+	}
+
+	// A form from a schema of every kind of field.
+	schema := `{type: "object", required: ["name", "count", "kind"], properties: {
+		name: {type: "string", minLength: 2, pattern: "^[a-z]+$", description: "lower-case letters"},
+		count: {type: "integer", minimum: 1, maximum: 12},
+		ratio: {type: ["number", "null"], maximum: 1},
+		kind: {type: "string", enum: ["a", "b"]},
+		on: {type: "boolean", default: true},
+		tags: {type: "array", items: {type: "string"}},
+		days: {type: "array", items: {type: "string", enum: ["mon", "tue"]}},
+		where: {type: "object", properties: {city: {type: "string"}}},
+		extra: {anyOf: [{type: "string"}, {type: "number"}]}
+	}}`
+	type formResult struct {
+		Value  map[string]any `json:"value"`
+		Errors []string       `json:"errors"`
+		Labels []string       `json:"labels"`
+	}
+	form := func(value, fill string) formResult {
+		return eval[formResult](p, `import("/ui/orch/schemaform.js").then(m => {
+			const f = m.schemaForm(`+schema+`, `+value+`, {testid: "x"}); document.body.append(f.el);
+			const set = (name, v) => { const el = f.el.querySelector('[data-field="' + name + '"] input, [data-field="' + name + '"] select, [data-field="' + name + '"] textarea'); el.value = v; };
+			`+fill+`;
+			const r = f.read(); const labels = [...f.el.querySelectorAll("label, legend")].map(l => l.textContent); f.el.remove();
+			return {value: r.value, errors: r.errors.map(e => e.message), labels} })`)
+	}
+	r := form(`{name: "abc", count: 3, kind: "b", tags: ["x", "y"], days: ["tue"], where: {city: "Seoul"}, extra: 5, other: 1}`, "")
+	want := `{"count":3,"days":["tue"],"extra":5,"kind":"b","name":"abc","on":true,"other":1,"tags":["x","y"],"where":{"city":"Seoul"}}`
+	if got, _ := json.Marshal(r.Value); string(got) != want || len(r.Errors) != 0 {
+		t.Errorf("form read back %s (errors %v), want %s", got, r.Errors, want)
+	}
+	if !slices.Contains(r.Labels, "name (required)") || !slices.Contains(r.Labels, "ratio") {
+		t.Errorf("labels %v: want the required marks", r.Labels)
+	}
+	r = form(`{}`, `set("name", "A1"); set("count", "13"); set("ratio", "2"); set("extra", "{nope")`)
+	wantErrs := []string{"name does not have the expected form", "count must be at most 12", "ratio must be at most 1", "kind is required", "extra is not valid JSON"}
+	if len(r.Errors) != len(wantErrs) {
+		t.Fatalf("errors %q, want %q", r.Errors, wantErrs)
+	}
+	for i, w := range wantErrs {
+		if !strings.HasPrefix(r.Errors[i], w) {
+			t.Errorf("error %d = %q, want %q", i, r.Errors[i], w)
+		}
+	}
+	r = form(`{}`, `set("name", "x"); set("count", "2.5"); set("kind", "0")`)
+	if strings.Join(r.Errors, "|") != "name needs at least 2 characters|count must be a whole number" {
+		t.Errorf("errors %q", r.Errors)
+	}
+}

@@ -445,7 +445,9 @@ export class Panel {
   renderResult() {
     const box = this.els.result;
     const c = this.complete;
-    if (!c) {
+    const empty = c && !this.todos.size && !c.report && !(c.attachments || []).length && !(c.next_actions || []).length;
+    if (!c || empty) {
+      // Nothing but the answer (plain chat): the chat shows it.
       box.hidden = true;
       return;
     }
