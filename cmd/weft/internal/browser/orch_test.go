@@ -779,3 +779,39 @@ func TestOrchModules(t *testing.T) {
 		t.Errorf("errors %q", r.Errors)
 	}
 }
+
+// Proceed anyway plans the request as it is; Reject, with a reason, ends
+// the task without running a todo, and the panel says so.
+func TestOrchProceedAndReject(t *testing.T) {
+	m := orchScript(t, "orch-clarify.yaml")
+	s := startServer(t, &serverOptions{Model: m})
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("marketing")
+	p.send("지난 분기 캠페인 보고서를 만들어 줘")
+	p.waitPoint("the clarification", `!!document.querySelector('[data-testid="orch-clarify"]')`)
+	p.click(testid("orch-clarify-proceed"))
+	p.waitPoint("the plan", `!!document.querySelector('[data-testid="plan-reject"]')`)
+	tid := p.threadID()
+	var req string
+	if err := json.Unmarshal(s.threadState(t, tid)["request"], &req); err != nil || req != "지난 분기 캠페인 보고서를 만들어 줘" {
+		t.Errorf("request = %q (%v), want it as asked", req, err)
+	}
+	p.click(testid("plan-reject"))
+	p.fill(testid("plan-reject-reason"), "기간이 틀렸어요")
+	p.click(testid("plan-reject-confirm"))
+	p.waitRunEnd("rejected")
+	if got := p.text(testid("orch-run-status")); got != "Plan rejected" {
+		t.Errorf("panel status = %q", got)
+	}
+	st := s.threadState(t, tid)
+	var outcome, reason string
+	_ = json.Unmarshal(st["outcome"], &outcome)
+	_ = json.Unmarshal(st["reason"], &reason)
+	if outcome != "rejected" || reason != "기간이 틀렸어요" {
+		t.Errorf("outcome %q, reason %q", outcome, reason)
+	}
+	if rows := p.panelTodos(); statuses(rows) != "t1:pending t2:pending t3:pending t4:pending" {
+		t.Errorf("panel todos = %s, want none run", statuses(rows))
+	}
+}
