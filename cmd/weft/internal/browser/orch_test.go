@@ -393,10 +393,18 @@ func (g *toolGate) held(orig *tool.Tool) *tool.Tool {
 	})
 }
 
+// heldOptions change heldMarketing's agent.
+type heldOptions struct {
+	configure func(*orchestrator.Config)
+	memory    orchestrator.Memory
+}
+
 // heldMarketing is the marketing agent over model whose tools wait at the
-// gate, with no plan approval; configure, if set, changes its
-// configuration further.
-func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate, configure ...func(*orchestrator.Config)) server.GraphFunc {
+// gate, with no plan approval; opts, if set, change it further.
+func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate, opts *heldOptions) server.GraphFunc {
+	if opts == nil {
+		opts = &heldOptions{}
+	}
 	dir := t.TempDir()
 	return func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
 		ctx := context.Background()
@@ -420,10 +428,10 @@ func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate, configure ...
 		}
 		cfg.Approvals.Plan = false
 		cfg.Results.Dir = filepath.Join(dir, "results")
-		for _, f := range configure {
-			f(&cfg)
+		if opts.configure != nil {
+			opts.configure(&cfg)
 		}
-		a, err := orchestrator.New(orchestrator.Options{Config: &cfg, Models: orchestrator.Models{Default: model}, Executors: execs, Checkpointer: saver})
+		a, err := orchestrator.New(orchestrator.Options{Config: &cfg, Models: orchestrator.Models{Default: model}, Executors: execs, Checkpointer: saver, Memory: opts.memory})
 		if err != nil {
 			return nil, err
 		}
@@ -446,7 +454,7 @@ func TestOrchParallelTodos(t *testing.T) {
 	}
 	g := newToolGate()
 	defer g.Open()
-	s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, model, g)}})
+	s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, model, g, nil)}})
 	p := newPage(t, nil)
 	p.open(s.URL + "/")
 	p.pick("marketing")
@@ -571,7 +579,7 @@ func TestOrchScreenshots(t *testing.T) {
 	t.Run("todos", func(t *testing.T) {
 		g := newToolGate()
 		defer g.Open()
-		s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, heldModel, g)}})
+		s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, heldModel, g, nil)}})
 		p := newPage(t, &pageOptions{Width: 1280, Height: 900, ColorScheme: "dark"})
 		p.open(s.URL + "/")
 		p.pick("marketing")
@@ -638,9 +646,9 @@ func TestOrchErrorRetry(t *testing.T) {
 	g := newToolGate()
 	g.failOnce = map[string]bool{"get_customer_segments": true}
 	g.Open()
-	s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, model, g, func(c *orchestrator.Config) {
+	s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, model, g, &heldOptions{configure: func(c *orchestrator.Config) {
 		c.Execution.ReactFallback = false
-	})}})
+	}})}})
 	p := newPage(t, nil)
 	p.open(s.URL + "/")
 	p.pick("marketing")
@@ -813,5 +821,63 @@ func TestOrchProceedAndReject(t *testing.T) {
 	}
 	if rows := p.panelTodos(); statuses(rows) != "t1:pending t2:pending t3:pending t4:pending" {
 		t.Errorf("panel todos = %s, want none run", statuses(rows))
+	}
+}
+
+// pastMemory is a clarification memory that offers past answers and
+// records what the agent tells it.
+type pastMemory struct {
+	past     []orchestrator.PastClarification
+	mu       sync.Mutex
+	recorded []orchestrator.ClarificationRecord
+}
+
+func (m *pastMemory) PastClarifications(context.Context, string, string) ([]orchestrator.PastClarification, error) {
+	return m.past, nil
+}
+
+func (m *pastMemory) RecordClarification(_ context.Context, _ string, rec orchestrator.ClarificationRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recorded = append(m.recorded, rec)
+	return nil
+}
+
+// Reuse an earlier answer: memory offers two past clarifications (neither
+// sure enough to be applied without asking); the person picks the second,
+// and the request is planned with its answer.
+func TestOrchReusePastClarification(t *testing.T) {
+	m := orchScript(t, "orch-clarify.yaml")
+	mem := &pastMemory{past: []orchestrator.PastClarification{
+		{ID: "past-1", Request: "지난 분기 캠페인 보고서", Question: "어느 상품인가요?", Answer: "비타 브라이트 세럼", ReuseCount: 2, Confidence: 0.7},
+		{ID: "past-2", Request: "캠페인 보고서", Question: "어느 상품인가요?", Answer: "딥 모이스처 크림", ReuseCount: 1, Confidence: 0.6},
+	}}
+	g := newToolGate()
+	g.Open()
+	s := startServer(t, &serverOptions{Graphs: map[string]server.GraphFunc{"marketing": heldMarketing(t, m, g, &heldOptions{
+		configure: func(c *orchestrator.Config) { c.Approvals.Plan = true },
+		memory:    orchestrator.Memory{Clarifications: mem},
+	})}})
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("marketing")
+	p.send("지난 분기 캠페인 보고서를 만들어 줘")
+	p.waitPoint("the clarification", `!!document.querySelector('[data-testid="orch-clarify-reuse"]')`)
+	past := eval[[]string](p, `[...document.querySelectorAll('.orch-past li')].map(li => li.textContent)`)
+	if len(past) != 2 || !strings.Contains(past[0], "비타 브라이트 세럼") || !strings.Contains(past[1], "딥 모이스처 크림") {
+		t.Errorf("past answers offered: %q", past)
+	}
+	p.click(testid("orch-clarify-past-1"))
+	p.click(testid("orch-clarify-reuse"))
+	p.waitPoint("the plan", `!!document.querySelector('[data-testid="plan-accept"]')`)
+	var req string
+	st := s.threadState(t, p.threadID())
+	if err := json.Unmarshal(st["request"], &req); err != nil || !strings.Contains(req, "딥 모이스처 크림") {
+		t.Errorf("request = %q (%v), want the reused answer joined to it; approvals %s", req, err, st["approval_history"])
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if len(mem.recorded) != 1 || mem.recorded[0].Action != "reuse_past" || mem.recorded[0].PastID != "past-2" {
+		t.Errorf("recorded %+v, want the reuse of past-2", mem.recorded)
 	}
 }
