@@ -474,9 +474,18 @@ func TestOrchParallelTodos(t *testing.T) {
 	if n := eval[int](p, `document.querySelectorAll('[data-testid="orch-dag"] g.node.st-running').length`); n != 4 {
 		t.Errorf("%d nodes of the graph drawn running, want 4", n)
 	}
-	// Their times go on while they run.
+	// Their times go on while they run, and the run's.
 	first := p.text(`[data-testid="orch-todo-t1"] .time`)
+	run := p.text(testid("orch-run-elapsed"))
 	p.waitFor("t1's time to advance", `document.querySelector('[data-testid="orch-todo-t1"] .time').textContent !== `+jsString(first))
+	p.waitFor("the run's time to advance", `document.querySelector('[data-testid="orch-run-elapsed"]').textContent !== `+jsString(run))
+	// The panel's graph, enlarged, is coloured live too.
+	p.click(testid("orch-dag-enlarge"))
+	p.waitFor("the enlarged graph", `document.querySelectorAll('[data-testid="graph-dialog"] g.node.st-running').length === 4`)
+	if w := eval[[]float64](p, `(() => { const s = document.querySelector('[data-testid="graph-dialog"] svg'); return [s.getBoundingClientRect().width, s.viewBox.baseVal.width] })()`); w[0] < w[1] {
+		t.Errorf("the enlarged graph is %v px wide, want its full %v", w[0], w[1])
+	}
+	p.click(testid("graph-close"))
 	g.Open()
 	p.waitRunEnd("done")
 	if got := statuses(p.panelTodos()); got != "t1:done t2:done t3:done t4:done t5:done t6:done t7:done" {
@@ -585,6 +594,8 @@ func TestOrchScreenshots(t *testing.T) {
 		p.pick("marketing")
 		p.send(marketingRequest)
 		p.waitFor("four todos running", `document.querySelectorAll('[data-testid="orch-todos"] > li[data-status="running"]').length === 4`)
+		// Held for a while, so that the times shown have gone on.
+		p.waitFor("a second and a half", `parseFloat(document.querySelector('[data-testid="orch-todo-t1"] .time').textContent) >= 1.5`)
 		p.screenshot(filepath.Join(out, "webui-todos.png"))
 		g.Open()
 		p.waitRunEnd("done")

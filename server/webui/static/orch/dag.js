@@ -154,7 +154,9 @@ function s(tag, attrs, ...kids) {
  * drawDag(todos, opts): the plan as an SVG element. opts.status(id) gives
  * a todo's status (its own otherwise); opts.cycle (ids) and
  * opts.critical (ids) are marked; opts.onSelect(id) makes the nodes
- * buttons; opts.label names the drawing.
+ * buttons; opts.label names the drawing. The drawing scales down to its
+ * box, to no less than opts.minScale of its size (or opts.minWidth
+ * pixels, 420 by default); its box scrolls beyond.
  */
 export function drawDag(todos, opts = {}) {
   const lay = layout(todos);
@@ -182,7 +184,8 @@ export function drawDag(todos, opts = {}) {
   // (the box scrolls then): set through the CSSOM, which the page's
   // Content-Security-Policy allows.
   svg.style.maxWidth = `${lay.width}px`;
-  svg.style.minWidth = `${Math.min(lay.width, opts.minWidth ?? 420)}px`;
+  const least = opts.minScale !== undefined ? lay.width * opts.minScale : Math.min(lay.width, opts.minWidth ?? 420);
+  svg.style.minWidth = `${Math.round(least)}px`;
   const arrow = (id, cls) =>
     s("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", class: cls }, s("path", { d: "M0,0 L10,5 L0,10 z" }));
   svg.append(s("defs", {}, arrow(marker, "orch-arrow"), arrow(markerHot, "orch-arrow hot")));

@@ -352,7 +352,13 @@ export class Panel {
       clear(els.dag);
       if (this.order.length) {
         const list = this.order.map((id) => this.todos.get(id));
-        els.dag.append(drawDag(list, { status: (id) => this.todos.get(id).status, testid: "orch-dag", label: t("orch.plan.graph"), minWidth: 0 }));
+        // Never below 60 % of its size, so its words stay readable: a
+        // wide plan scrolls sideways in the panel, and Enlarge shows it
+        // whole in a dialog.
+        els.dag.append(
+          drawDag(list, { status: (id) => this.todos.get(id).status, testid: "orch-dag", label: t("orch.plan.graph"), minScale: 0.6 }),
+          h("button", { type: "button", class: "link small", "data-testid": "orch-dag-enlarge", text: t("orch.plan.enlarge"), onclick: () => this.openGraph() }),
+        );
       }
     }
     const running = [];
@@ -360,6 +366,7 @@ export class Panel {
       this.updateRow(td);
       if (td.status === "running") running.push(td.id);
       setDagStatus(els.dag, td.id, td.status);
+      if (this.graphDialog) setDagStatus(this.graphDialog, td.id, td.status);
     }
     this.maxRunning = Math.max(this.maxRunning, running.length);
     this.root.dataset.running = String(running.length);
@@ -536,6 +543,23 @@ export class Panel {
       text: text || "⤓",
       onclick: () => download(this.threadId, name).catch((e) => alertIn(this.els.result, t("orch.result.loadFailed", { name: base, message: e.message }))),
     });
+  }
+
+  /** openGraph(): the plan's graph at full size, coloured live, in a dialog. */
+  openGraph() {
+    let dialog = document.getElementById("orch-graph-dialog");
+    if (!dialog) {
+      dialog = h("dialog", { id: "orch-graph-dialog", class: "orch-doc-dialog", "data-testid": "graph-dialog", "aria-labelledby": "orch-graph-title" });
+      document.body.append(dialog);
+    }
+    const close = h("button", { type: "button", "data-testid": "graph-close", text: t("orch.result.close"), onclick: () => dialog.close() });
+    const list = this.order.map((id) => this.todos.get(id));
+    const body = h("div", { class: "orch-doc" }, drawDag(list, { status: (id) => (this.todos.get(id) || {}).status, testid: "orch-dag-large", label: t("orch.plan.graph"), minScale: 1 }));
+    clear(dialog).append(h("header", { class: "orch-doc-head" }, h("h2", { id: "orch-graph-title", text: t("orch.plan.graph") }), h("span", { class: "spacer" }), close), body);
+    this.graphDialog = body;
+    dialog.addEventListener("close", () => (this.graphDialog = null), { once: true });
+    if (!dialog.open) dialog.showModal();
+    close.focus();
   }
 
   /** openDocument(name, title): a Markdown file of the thread, rendered, in a dialog. */
