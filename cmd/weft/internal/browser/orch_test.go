@@ -431,7 +431,9 @@ func heldMarketing(t *testing.T, model llm.ChatModel, g *toolGate, opts *heldOpt
 		if opts.configure != nil {
 			opts.configure(&cfg)
 		}
-		a, err := orchestrator.New(orchestrator.Options{Config: &cfg, Models: orchestrator.Models{Default: model}, Executors: execs, Checkpointer: saver, Memory: opts.memory})
+		// Without API keys a run names no user, and memory works for one.
+		a, err := orchestrator.New(orchestrator.Options{Config: &cfg, Models: orchestrator.Models{Default: model}, Executors: execs,
+			Checkpointer: saver, Memory: opts.memory, DefaultUser: "browser-test"})
 		if err != nil {
 			return nil, err
 		}
