@@ -446,7 +446,10 @@ async function sendText(text) {
 async function resume(value, interruptId) {
   let r = value;
   if (state.pending.length > 1 && interruptId) r = { [interruptId]: value };
-  await startRun({ command: { resume: r } });
+  // The interrupt shows as soon as the run reports it, while the run may
+  // still be saving its end on the server: an answer given in that moment
+  // waits for it (enqueue) instead of failing with "thread busy".
+  await startRun({ command: { resume: r }, multitask_strategy: "enqueue" });
 }
 
 async function startRun(body) {
@@ -527,7 +530,11 @@ function onEvent(run, ev, meta) {
   const d = ev.data;
   switch (ev.event.split("|")[0]) {
     case "metadata":
-      if (d && d.run_id) run.runId = d.run_id;
+      if (d && d.run_id && !run.runId) {
+        run.runId = d.run_id;
+        // The thread is busy now: the list shows it so.
+        threads.load();
+      } else if (d && d.run_id) run.runId = d.run_id;
       break;
     case "messages":
       transcript.onMessageEvent(d);
