@@ -482,7 +482,15 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 	if json.Unmarshal(lr.kw.Config, &cfg) == nil && cfg.RecursionLimit > 0 {
 		opts.RecursionLimit = cfg.RecursionLimit
 	}
-	emit := func(name string, data []byte) error { return m.publish(lr, name, data) }
+	emit := func(name string, data []byte) error {
+		// A shared broker that fails cuts the streams of other processes'
+		// readers (it logs that); the run goes on and saves its
+		// checkpoints.
+		if err := m.publish(lr, name, data); err != nil && !errors.Is(err, ErrBrokerUnavailable) {
+			return err
+		}
+		return nil
+	}
 	for ev, err := range g.Stream(ctx, in, opts) {
 		if err != nil {
 			return err

@@ -229,6 +229,14 @@ func (s *Server) follow(out *sse, events iter.Seq2[[]Event, error]) bool {
 				_ = out.write([]Event{{Name: "error", Data: data}})
 				return true
 			}
+			if errors.Is(err, ErrBrokerUnavailable) {
+				// The run goes on; the client may join its stream again
+				// with Last-Event-ID once the broker answers.
+				s.log.Warn("server: a run's stream is cut", "err", err)
+				data, _ := json.Marshal(map[string]string{"error": "StreamUnavailableError", "message": err.Error()})
+				_ = out.write([]Event{{Name: "error", Data: data}})
+				return true
+			}
 			return false
 		}
 		if err := out.write(batch); err != nil {
