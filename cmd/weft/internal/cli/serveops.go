@@ -23,7 +23,8 @@ import (
 const (
 	// apiKeysFileEnv names a keys file, as --api-keys does.
 	apiKeysFileEnv = "WEFT_API_KEYS_FILE"
-	// redisEnv is the Redis that rate limits are shared through.
+	// redisEnv is the Redis that several weft serve processes share runs'
+	// streams and rate limits through, as --redis says.
 	redisEnv = "WEFT_REDIS_URL"
 )
 
@@ -36,6 +37,8 @@ type opsConfig struct {
 	maxBody     int64
 	maxRuns     int
 	logRequests bool
+	redisURL    string
+	redisPrefix string
 }
 
 func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
@@ -44,6 +47,8 @@ func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
 	f.IntVar(&c.rateBurst, "rate-burst", 0, "requests a user may make at once before --rate-limit applies (default: one second's worth, at least 1)")
 	f.Int64Var(&c.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "the largest request body taken, in bytes")
 	f.IntVar(&c.maxRuns, "max-runs", 0, "the most runs this process holds at once, waiting or executing; more are answered 503 (0: no bound; --workers bounds those executing)")
+	f.StringVar(&c.redisURL, "redis", "", "a Redis, redis://[user:password@]host:port/db, that several weft serve processes on one PostgreSQL database share runs' streams (and --rate-limit) through (default $"+redisEnv+"; none: each process streams the runs it executes)")
+	f.StringVar(&c.redisPrefix, "redis-prefix", server.DefaultBrokerPrefix, "the prefix of the keys of runs' streams in --redis: the processes serving one database share one")
 	f.BoolVar(&c.logRequests, "log-requests", true, "log one line per request: method, route, status, duration, user, thread, run")
 }
 
@@ -149,7 +154,19 @@ func serveOps(ctx context.Context, c serveConfig, log *slog.Logger) (server.Opti
 	})
 	opts.Telemetry = tel
 
-	redisURL := os.Getenv(redisEnv)
+	redisURL, redisFrom := o.redisURL, "--redis"
+	if redisURL == "" {
+		redisURL, redisFrom = os.Getenv(redisEnv), "$"+redisEnv
+	}
+	if redisURL != "" {
+		bc, err := openBrokerRedis(ctx, redisURL, redisFrom, log)
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() { _ = bc.Close() })
+		opts.Broker = server.NewRedisBroker(bc, &server.RedisBrokerOptions{Prefix: o.redisPrefix, Logger: log})
+		log.Info("weft serve: runs' streams shared through Redis: any process sharing the database and the Redis streams any run", "prefix", o.redisPrefix)
+	}
 	if o.rateLimit > 0 {
 		burst := o.rateBurst
 		if burst == 0 {
@@ -157,7 +174,7 @@ func serveOps(ctx context.Context, c serveConfig, log *slog.Logger) (server.Opti
 		}
 		lim := ratelimit.Limit{Rate: o.rateLimit, Burst: burst}
 		if redisURL != "" {
-			rc, err := openRedis(ctx, redisURL, log)
+			rc, err := openRedis(ctx, redisURL, redisFrom, log)
 			if err != nil {
 				return fail(err)
 			}
@@ -176,8 +193,6 @@ func serveOps(ctx context.Context, c serveConfig, log *slog.Logger) (server.Opti
 			opts.RateLimit = m
 			log.Info("weft serve: rate limits kept in this process", "rate", o.rateLimit, "burst", burst)
 		}
-	} else if redisURL != "" {
-		log.Info("weft serve: $" + redisEnv + " is set, but without --rate-limit nothing uses Redis")
 	}
 	return opts, tel, closeAll, nil
 }
@@ -185,10 +200,10 @@ func serveOps(ctx context.Context, c serveConfig, log *slog.Logger) (server.Opti
 // openRedis connects to url with short timeouts: a rate limit check must
 // never hold a request up for long. A Redis that does not answer now is
 // reported, not fatal: the limiter decides in process until it answers.
-func openRedis(ctx context.Context, url string, log *slog.Logger) (*redis.Client, error) {
+func openRedis(ctx context.Context, url, from string, log *slog.Logger) (*redis.Client, error) {
 	ro, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("$%s: %w; expected redis://[user:password@]host:port/db", redisEnv, err)
+		return nil, fmt.Errorf("%s: %w; expected redis://[user:password@]host:port/db", from, err)
 	}
 	ro.DialTimeout = time.Second
 	ro.ReadTimeout = ratelimit.DefaultRedisTimeout
@@ -203,3 +218,32 @@ func openRedis(ctx context.Context, url string, log *slog.Logger) (*redis.Client
 	}
 	return rc, nil
 }
+
+// openBrokerRedis connects to the Redis that runs' streams go through:
+// every call is bounded by its context (the broker's timeouts), a reader
+// whose client went away stops at once, and each streaming request may
+// hold a connection while it waits for events. A Redis that does not
+// answer now is reported, not fatal: the runs execute, and their streams
+// tell the failure.
+func openBrokerRedis(ctx context.Context, url, from string, log *slog.Logger) (*redis.Client, error) {
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; expected redis://[user:password@]host:port/db", from, err)
+	}
+	ro.DialTimeout = 2 * time.Second
+	ro.ContextTimeoutEnabled = true
+	ro.PoolSize = max(ro.PoolSize, brokerPoolSize)
+	ro.PoolTimeout = server.DefaultBrokerTimeout
+	ro.MaxRetries = -1 // a stream tells the failure; its client resumes with Last-Event-ID
+	rc := redis.NewClient(ro)
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := rc.Ping(pctx).Err(); err != nil {
+		log.Warn("weft serve: Redis does not answer; runs execute, but streams through it fail until it does", "err", err)
+	}
+	return rc, nil
+}
+
+// brokerPoolSize bounds the connections to Redis of runs' streams: each
+// stream waiting for events holds one.
+const brokerPoolSize = 1000

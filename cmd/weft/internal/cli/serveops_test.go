@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/weftlabs/weft/cmd/weft/internal/cli"
+	"github.com/weftlabs/weft/internal/pgtest"
+	"github.com/weftlabs/weft/internal/redistest"
 	"github.com/weftlabs/weft/server/apikey"
 )
 
@@ -125,4 +127,52 @@ func TestServeKeysConfiguration(t *testing.T) {
 			t.Errorf("serve %v (env %q): %v; want an error saying %q", tt.args, tt.env, err, tt.want)
 		}
 	}
+}
+
+// Two weft serve processes on one PostgreSQL database and one Redis
+// (--redis): a run executing on one streams, whole and in order, through
+// the other.
+func TestServeRedisBroker(t *testing.T) {
+	_, prefix := redistest.New(t)
+	db := pgtest.NewDatabase(t, "weft_cli_broker_")
+	args := []string{"--graphs", "apitest", "--db", db, "--redis", redistest.ServerURL(), "--redis-prefix", prefix}
+	a, outA := startServe(t, args...)
+	b, _ := startServe(t, args...)
+	if !strings.Contains(outA.String(), "streams shared through Redis") {
+		t.Errorf("weft serve --redis does not say it shares streams:\n%s", outA.String())
+	}
+	_, _, thread := request(t, "POST", a+"/threads", `{}`)
+	tid := between(t, thread, `"thread_id":"`, `"`)
+	_, _, run := request(t, "POST", a+"/threads/"+tid+"/runs", `{"assistant_id":"slow","input":{"delay_ms":200,"tag":"x"},"stream_resumable":true}`)
+	rid := between(t, run, `"run_id":"`, `"`)
+	st, _, onB := request(t, "GET", b+"/threads/"+tid+"/runs/"+rid+"/stream", "")
+	_, _, onA := request(t, "GET", a+"/threads/"+tid+"/runs/"+rid+"/stream", "")
+	if st != 200 || onA != onB || !strings.Contains(onB, "event: metadata") || !strings.Contains(onB, `"log":["x"]`) {
+		t.Errorf("the run's stream through the other process (%d):\n%s\nthrough its own:\n%s", st, onB, onA)
+	}
+}
+
+// A --redis that is not a Redis URL is refused, naming the flag.
+func TestServeRedisURL(t *testing.T) {
+	cmd := cli.New("v0.0.0-test")
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--graphs", "apitest", "--db", filepath.Join(t.TempDir(), "weft.db"), "--redis", "http://nope"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--redis") {
+		t.Errorf("weft serve --redis http://nope: %v; want an error naming --redis", err)
+	}
+}
+
+// between returns what s holds between start and end.
+func between(t *testing.T, s, start, end string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(s, start)
+	if !ok {
+		t.Fatalf("%q not in %s", start, s)
+	}
+	v, _, ok := strings.Cut(rest, end)
+	if !ok {
+		t.Fatalf("%q not after %q in %s", end, start, s)
+	}
+	return v
 }
