@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftlabs/weft/cmd/weft/internal/cli"
+	"github.com/weftlabs/weft/internal/redistest"
 	"github.com/weftlabs/weft/internal/sdkcompat"
 )
 
@@ -191,6 +192,18 @@ func TestServeRefusesBeyondLoopback(t *testing.T) {
 // from the spec weft follows the spec.
 func TestServeSDKCompat(t *testing.T) {
 	url, _ := startServe(t, "--graphs", "apitest", "--db", filepath.Join(t.TempDir(), "weft.db"))
+	sdkCompat(t, url)
+}
+
+// The same, with runs' streams going through Redis (--redis).
+func TestServeSDKCompatRedis(t *testing.T) {
+	_, prefix := redistest.New(t)
+	url, _ := startServe(t, "--graphs", "apitest", "--db", filepath.Join(t.TempDir(), "weft.db"), "--redis", redistest.ServerURL(), "--redis-prefix", prefix)
+	sdkCompat(t, url)
+}
+
+func sdkCompat(t *testing.T, url string) {
+	t.Helper()
 	for _, r := range sdkcompat.Run(t, url, nil) {
 		for quirk, side := range r.Quirks {
 			if side != "spec" {
