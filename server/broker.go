@@ -43,6 +43,16 @@ type Broker interface {
 	Subscribe(ctx context.Context, runID string, after int) (events iter.Seq2[[]Event, error], ok bool)
 }
 
+// cancelRelay is a Broker that also carries cancels between processes
+// (the Redis one): a cancel of a run another process executes reaches it
+// at once, rather than at its lease's next renewal.
+type cancelRelay interface {
+	// RelayCancel asks the process executing runID to stop it.
+	RelayCancel(ctx context.Context, runID string) error
+	// ListenCancels calls stop for each cancel relayed, until ctx ends.
+	ListenCancels(ctx context.Context, stop func(runID string))
+}
+
 // FromNow, as Subscribe's after, reads only the events published from
 // now on.
 const FromNow = -2

@@ -33,6 +33,9 @@ type manager struct {
 	base     context.Context
 	stop     context.CancelFunc
 	loopDone chan struct{}
+	// relayDone closes when the listener of relayed cancels stopped (nil
+	// without one).
+	relayDone chan struct{}
 
 	// admitted holds a token per run created here and not yet ended,
 	// when Options.MaxRuns bounds them; nil otherwise.
@@ -162,7 +165,27 @@ func (m *manager) start(ctx context.Context) error {
 	m.recover(ctx)
 	m.loopDone = make(chan struct{})
 	go m.loop()
+	if relay, ok := m.broker.(cancelRelay); ok {
+		m.relayDone = make(chan struct{})
+		go func() {
+			defer close(m.relayDone)
+			relay.ListenCancels(m.base, m.stopRelayed)
+		}()
+	}
 	return nil
+}
+
+// stopRelayed cancels a run executing here that another process was asked
+// to cancel; the one asked records or rolls it back, as when the cancel
+// comes through the thread's lease.
+func (m *manager) stopRelayed(runID string) {
+	m.mu.Lock()
+	lr := m.runs[runID]
+	executing := lr != nil && lr.executing
+	m.mu.Unlock()
+	if executing {
+		lr.cancel(&cancelCause{action: records.MultitaskInterrupt})
+	}
 }
 
 func (m *manager) loop() {
@@ -801,8 +824,19 @@ func (m *manager) cancel(ctx context.Context, owner, threadID string, runIDs []s
 			return err
 		}
 		if len(done) < len(remote) {
-			// Some run is executing in another process: ask its holder of
-			// the thread to stop.
+			// Some run is executing in another process: ask it to stop,
+			// through the broker when it relays cancels, and through the
+			// holder of the thread's lease.
+			if relay, ok := m.broker.(cancelRelay); ok {
+				for _, id := range remote {
+					if slices.Contains(done, id) {
+						continue
+					}
+					if err := relay.RelayCancel(ctx, id); err != nil {
+						m.s.log.Warn("server: relaying a cancel; the run stops at its lease's next renewal", "run_id", id, "err", err)
+					}
+				}
+			}
 			rctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
 			_, err := m.s.saver.RequestCancel(rctx, threadID)
 			cancel()
@@ -990,6 +1024,9 @@ func (m *manager) shutdown(ctx context.Context) error {
 	m.stop()
 	if m.loopDone != nil {
 		<-m.loopDone
+	}
+	if m.relayDone != nil {
+		<-m.relayDone
 	}
 	// Forget this process at once, so that another may take over the
 	// runs it leaves without waiting for its heartbeat to grow old.

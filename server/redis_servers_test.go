@@ -240,3 +240,42 @@ func TestRedisBrokerDownServers(t *testing.T) {
 		t.Errorf("the thread of runs without Redis (-want +got):\n%s", diff)
 	}
 }
+
+// A cancel through another process reaches the run through Redis, not
+// only at its lease's next renewal: with leases renewed every 200 s, the
+// run stops well before.
+func TestRedisBrokerCancelRelay(t *testing.T) {
+	db := backends[1].open(t)
+	rc, prefix := redistest.New(t)
+	opts := func(db *dburl.DB) server.Options {
+		return server.Options{DB: db, LeaseTTL: 10 * time.Minute, Broker: newRedisBroker(t, rc, prefix, nil)}
+	}
+	a := newServer(t, opts(db))
+	b := newServer(t, opts(reopen(t, db)))
+	tid := a.newThread()
+	rid := a.startSlow(tid, "a", 600000)
+	for _, action := range []string{"interrupt", "rollback"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		req, err := http.NewRequestWithContext(ctx, "POST", b.ts.URL+"/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action="+action, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.ts.Client().Do(req)
+		cancel()
+		if err != nil {
+			t.Fatalf("cancel (%s) through B: %v; want the run stopped within a minute", action, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 204 {
+			t.Fatalf("cancel (%s) through B: %d", action, res.StatusCode)
+		}
+		if action == "interrupt" {
+			if run := a.must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).obj(t); run["status"] != "interrupted" {
+				t.Errorf("run cancelled through B is %v on A", run["status"])
+			}
+			rid = a.startSlow(tid, "b", 600000)
+		} else {
+			a.must(404, "GET", "/threads/"+tid+"/runs/"+rid, nil)
+		}
+	}
+}

@@ -456,3 +456,37 @@ func (b *redisBroker) Subscribe(ctx context.Context, runID string, after int) (i
 		}
 	}, true
 }
+
+// cancelChannel is the Redis channel cancels are relayed on.
+func (b *redisBroker) cancelChannel() string { return b.opts.Prefix + "cancel" }
+
+// RelayCancel publishes a cancel of runID to every process sharing the
+// prefix.
+func (b *redisBroker) RelayCancel(ctx context.Context, runID string) error {
+	ctx, cancel := b.call(ctx)
+	defer cancel()
+	if err := b.c.Publish(ctx, b.cancelChannel(), runID).Err(); err != nil {
+		return unavailable("relaying a cancel", err)
+	}
+	return nil
+}
+
+// ListenCancels calls stop with the run id of each cancel relayed, until
+// ctx ends. The subscription comes back by itself after Redis fails (the
+// cancels relayed meanwhile still reach the run through its lease).
+func (b *redisBroker) ListenCancels(ctx context.Context, stop func(runID string)) {
+	ps := b.c.Subscribe(ctx, b.cancelChannel())
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			stop(msg.Payload)
+		}
+	}
+}
