@@ -112,7 +112,8 @@ type Options struct {
 	Hooks RunHooks
 	// Broker carries runs' events to the requests streaming them; nil
 	// keeps them in this process, which then serves the streams of the
-	// runs it executes.
+	// runs it executes. NewRedisBroker shares them, and cancels, with the
+	// other processes serving the same database.
 	Broker Broker
 	// Version is what GET /info reports as the server's version.
 	Version string
