@@ -392,15 +392,15 @@ func (b *redisBroker) Subscribe(ctx context.Context, runID string, after int) (i
 			res, err := b.c.XRead(cctx, &redis.XReadArgs{Streams: []string{key, from}, Count: readCount, Block: b.opts.Block}).Result()
 			cancel()
 			if errors.Is(err, redis.Nil) {
-				// Nothing new: go on while the stream exists.
-				cctx, cancel := b.call(ctx)
-				n, err := b.c.Exists(cctx, key, b.openKey(runID)).Result()
-				cancel()
+				// Nothing new: go on while the stream exists and has not
+				// ended before the reader's place (a Last-Event-ID past
+				// its end).
+				ended, err := b.endedBefore(ctx, runID, want)
 				if err != nil {
 					fail("reading the stream", err)
 					return
 				}
-				if n == 0 {
+				if ended {
 					return
 				}
 				continue
@@ -455,6 +455,30 @@ func (b *redisBroker) Subscribe(ctx context.Context, runID string, after int) (i
 			}
 		}
 	}, true
+}
+
+// endedBefore reports whether a run's stream is gone, or ended with an
+// end entry before event id want.
+func (b *redisBroker) endedBefore(ctx context.Context, runID string, want int) (bool, error) {
+	ctx, cancel := b.call(ctx)
+	defer cancel()
+	pipe := b.c.Pipeline()
+	n := pipe.Exists(ctx, b.streamKey(runID), b.openKey(runID))
+	last := pipe.XRevRangeN(ctx, b.streamKey(runID), "+", "-", 1)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	if n.Val() == 0 {
+		return true, nil
+	}
+	if msgs := last.Val(); len(msgs) > 0 {
+		ev, end, err := decodeEntry(msgs[0])
+		if err != nil {
+			return false, err
+		}
+		return end && ev.ID < want, nil
+	}
+	return false, nil
 }
 
 // cancelChannel is the Redis channel cancels are relayed on.

@@ -190,6 +190,11 @@ func TestRedisBroker(t *testing.T) {
 	if ids, _, err := readAll(t, b, "r", 3); err != nil || len(ids) != 0 {
 		t.Errorf("after the last event: %v, %v; want none", ids, err)
 	}
+	// A Last-Event-ID past the end of an ended stream: the end, not a
+	// wait for events that never come.
+	if ids, _, err := readAll(t, b, "r", 99); err != nil || len(ids) != 0 {
+		t.Errorf("after an id past the end: %v, %v; want none", ids, err)
+	}
 }
 
 // A run taken over by another process goes on numbering its events after
