@@ -351,6 +351,23 @@ func (b *redisBroker) Subscribe(ctx context.Context, runID string, after int) (i
 	if n == 0 {
 		return nil, false
 	}
+	if after < -1 {
+		// From now: the stream's last entry, read now rather than when
+		// the reader starts reading.
+		cctx, cancel := b.call(ctx)
+		last, err := b.c.XRevRangeN(cctx, key, "+", "-", 1).Result()
+		cancel()
+		if err != nil {
+			b.log.Warn("server: reading a run's stream from Redis", "run_id", runID, "err", err)
+			return func(yield func([]Event, error) bool) { yield(nil, unavailable("reading the stream's end", err)) }, true
+		}
+		after = -1
+		if len(last) > 0 {
+			if after, err = eventID(last[0].ID); err != nil {
+				return func(yield func([]Event, error) bool) { yield(nil, unavailable("reading the stream's end", err)) }, true
+			}
+		}
+	}
 	return func(yield func([]Event, error) bool) {
 		fail := func(what string, err error) {
 			if ctx.Err() != nil {
@@ -362,26 +379,8 @@ func (b *redisBroker) Subscribe(ctx context.Context, runID string, after int) (i
 		}
 		from := "0-0"
 		want, strict := 0, false // the id expected next, and whether a gap is a loss
-		switch {
-		case after >= 0:
+		if after >= 0 {
 			from, want, strict = entryID(after), after+1, true
-		case after < -1:
-			cctx, cancel := b.call(ctx)
-			last, err := b.c.XRevRangeN(cctx, key, "+", "-", 1).Result()
-			cancel()
-			if err != nil {
-				fail("reading the stream's end", err)
-				return
-			}
-			if len(last) > 0 {
-				from = last[0].ID
-				n, err := eventID(from)
-				if err != nil {
-					fail("reading the stream's end", err)
-					return
-				}
-				want, strict = n+1, true
-			}
 		}
 		for {
 			if ctx.Err() != nil {
