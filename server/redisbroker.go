@@ -30,6 +30,11 @@ const (
 	DefaultBrokerActiveTTL = 24 * time.Hour
 )
 
+// publishCooldown is how long publishes skip Redis after one failed:
+// a Redis that hangs then costs a run one timeout in that time, not one
+// per event.
+const publishCooldown = 5 * time.Second
+
 // closeGrace is how long the events of a run that is not resumable stay
 // after it ends, for the readers that are still behind.
 const closeGrace = time.Minute
@@ -83,8 +88,9 @@ type redisBroker struct {
 	opts RedisBrokerOptions
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	streams map[string]*redisStream
+	mu        sync.Mutex
+	streams   map[string]*redisStream
+	downUntil time.Time // publishes skip Redis until then
 }
 
 // redisStream is what the executing process knows of a run's stream.
@@ -248,9 +254,15 @@ func (b *redisBroker) Publish(runID string, ev Event) error {
 		// a little more than the bound rather than paying for exactness.
 		args.MinID, args.Approx = entryID(st.first), true
 	}
+	now := time.Now()
+	b.mu.Lock()
+	down := now.Before(b.downUntil)
+	b.mu.Unlock()
+	if down {
+		return unavailable("writing an event", errors.New("skipped: Redis failed less than 5 s ago"))
+	}
 	ctx, cancel := b.call(context.Background())
 	defer cancel()
-	now := time.Now()
 	var err error
 	if now.Add(b.opts.ActiveTTL / 2).After(st.expiresAt) {
 		pipe := b.c.Pipeline()
@@ -265,6 +277,9 @@ func (b *redisBroker) Publish(runID string, ev Event) error {
 		err = b.c.XAdd(ctx, args).Err()
 	}
 	if err != nil {
+		b.mu.Lock()
+		b.downUntil = time.Now().Add(publishCooldown)
+		b.mu.Unlock()
 		// The event's number is taken all the same: a reader finds the
 		// gap and is told it missed events.
 		if !st.failedOnce {
