@@ -53,6 +53,17 @@ type cancelRelay interface {
 	ListenCancels(ctx context.Context, stop func(runID string))
 }
 
+// resultKeeper is a Broker that also keeps, with a run's stream, what a
+// join or a wait answers for it (the Redis one): a join through another
+// process answers what one through the run's process does.
+type resultKeeper interface {
+	// CloseWithResult is Close, keeping result (nil: none) as long as the
+	// stream.
+	CloseWithResult(runID string, retain time.Duration, result []byte) error
+	// Result is the result kept for a run; ok is false when none is.
+	Result(ctx context.Context, runID string) (result []byte, ok bool, err error)
+}
+
 // FromNow, as Subscribe's after, reads only the events published from
 // now on.
 const FromNow = -2

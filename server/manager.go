@@ -687,13 +687,6 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	if lr.kw.Resumable {
 		retain = m.retain
 	}
-	if err := m.broker.Close(lr.rec.ID, retain); err != nil {
-		m.s.log.Warn("server: closing a run's stream", "run_id", lr.rec.ID, "err", err)
-	}
-	lr.status = status
-	if lr.admitted {
-		m.unadmit()
-	}
 	switch {
 	case runErr != nil && status == records.RunError:
 		var e map[string]string
@@ -701,6 +694,19 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 		lr.result, _ = json.Marshal(map[string]any{"__error__": e})
 	default:
 		lr.result = values
+	}
+	var err error
+	if rk, ok := m.broker.(resultKeeper); ok {
+		err = rk.CloseWithResult(lr.rec.ID, retain, lr.result)
+	} else {
+		err = m.broker.Close(lr.rec.ID, retain)
+	}
+	if err != nil {
+		m.s.log.Warn("server: closing a run's stream", "run_id", lr.rec.ID, "err", err)
+	}
+	lr.status = status
+	if lr.admitted {
+		m.unadmit()
 	}
 	// lr.tel is set on the run's goroutine, which is the one that closes
 	// an executing run; it is nil for a run that never executed.

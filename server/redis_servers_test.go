@@ -197,6 +197,16 @@ func TestRedisBrokerTwoServers(t *testing.T) {
 	if diff := cmp.Diff([]any{"c"}, joined["log"]); diff != "" {
 		t.Errorf("joined through B (-want +got):\n%s", diff)
 	}
+
+	// A run that fails on A: B's join answers its error, as A's does.
+	rid3 := a.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"nope": 1}}).obj(t)["run_id"].(string)
+	failed := b.must(200, "GET", "/threads/"+tid+"/runs/"+rid3+"/join", nil).obj(t)
+	if e, ok := failed["__error__"].(map[string]any); !ok || !strings.Contains(e["message"].(string), "nope") {
+		t.Errorf("join through B of a run that failed on A = %v; want its __error__", failed)
+	}
+	if diff := cmp.Diff(failed, a.must(200, "GET", "/threads/"+tid+"/runs/"+rid3+"/join", nil).obj(t)); diff != "" {
+		t.Errorf("joins through A and B differ (-B +A):\n%s", diff)
+	}
 }
 
 // Redis going away: a client streaming through a process that lost Redis

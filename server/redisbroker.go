@@ -295,7 +295,8 @@ func (b *redisBroker) Publish(runID string, ev Event) error {
 // the stream, its open key, the sorted set of ended streams (by expiry),
 // the hash of their sizes, the total of their sizes. ARGV: the end
 // entry's id, the run id, its size, its retention in ms, the bound of the
-// total, the prefix of streams, the prefix of open keys. Streams whose
+// total, the prefix of streams, the prefix of open keys, the open key's
+// new value ("=" and what a join answers for the run, or "1"). Streams whose
 // retention is over leave the accounts (Redis expires them itself);
 // while the total is over the bound, the streams that end first go.
 var closeScript = redis.NewScript(`
@@ -304,7 +305,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local retain = tonumber(ARGV[4])
 redis.call('XADD', KEYS[1], ARGV[1], 'end', '1')
 redis.call('PEXPIRE', KEYS[1], retain)
-redis.call('PEXPIRE', KEYS[2], retain)
+redis.call('SET', KEYS[2], ARGV[8], 'PX', retain)
 local old = tonumber(redis.call('HGET', KEYS[4], ARGV[2]) or '0')
 redis.call('ZADD', KEYS[3], now + retain, ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
@@ -330,6 +331,12 @@ return total
 `)
 
 func (b *redisBroker) Close(runID string, retain time.Duration) error {
+	return b.CloseWithResult(runID, retain, nil)
+}
+
+// CloseWithResult closes a run's stream, keeping result in its open key
+// as long as the stream.
+func (b *redisBroker) CloseWithResult(runID string, retain time.Duration, result []byte) error {
 	b.mu.Lock()
 	st := b.streams[runID]
 	delete(b.streams, runID)
@@ -341,13 +348,17 @@ func (b *redisBroker) Close(runID string, retain time.Duration) error {
 		retain = closeGrace
 	}
 	st.mu.Lock()
-	end, size := st.next, st.bytes
+	end, size := st.next, st.bytes+len(result)
 	st.next++
 	st.mu.Unlock()
 	ctx, cancel := b.call(context.Background())
 	defer cancel()
 	keys := []string{b.streamKey(runID), b.openKey(runID), b.opts.Prefix + "ended", b.opts.Prefix + "ended-bytes", b.opts.Prefix + "ended-total"}
-	err := closeScript.Run(ctx, b.c, keys, entryID(end), runID, size, retain.Milliseconds(), b.opts.MaxRetainedBytes, b.opts.Prefix+"run:", b.opts.Prefix+"open:").Err()
+	kept := "1"
+	if len(result) > 0 {
+		kept = "=" + string(result)
+	}
+	err := closeScript.Run(ctx, b.c, keys, entryID(end), runID, size, retain.Milliseconds(), b.opts.MaxRetainedBytes, b.opts.Prefix+"run:", b.opts.Prefix+"open:", kept).Err()
 	if err != nil {
 		return unavailable("closing the stream", err)
 	}
@@ -493,6 +504,25 @@ func (b *redisBroker) endedBefore(ctx context.Context, runID string, want int) (
 		return end && ev.ID < want, nil
 	}
 	return false, nil
+}
+
+// Result reads the result a run's process kept when it closed the
+// stream.
+func (b *redisBroker) Result(ctx context.Context, runID string) ([]byte, bool, error) {
+	ctx, cancel := b.call(ctx)
+	defer cancel()
+	v, err := b.c.Get(ctx, b.openKey(runID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, unavailable("reading the run's result", err)
+	}
+	result, ok := strings.CutPrefix(v, "=")
+	if !ok || result == "" {
+		return nil, false, nil
+	}
+	return []byte(result), true, nil
 }
 
 // cancelChannel is the Redis channel cancels are relayed on.

@@ -458,12 +458,45 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.runs.waitStored(ctx, run.Owner, run.ThreadID, run.ID); err != nil && !errors.Is(err, records.ErrNotFound) {
 		return err
 	}
+	if body, ok := s.keptResult(ctx, run.ID); ok {
+		writeRawJSON(w, body)
+		return nil
+	}
 	body, err := s.threadValues(ctx, run.Owner, run.ThreadID)
 	if err != nil {
 		return err
 	}
 	writeRawJSON(w, body)
 	return nil
+}
+
+// keptResultWait bounds how long a join waits for the stream of a run
+// recorded ended to close, with its result.
+const keptResultWait = 10 * time.Second
+
+// keptResult is what the process that executed a run answers for it, as
+// a shared broker keeps it; false when there is none. The run's end is
+// recorded before its stream closes with the result: this waits for that.
+func (s *Server) keptResult(ctx context.Context, runID string) ([]byte, bool) {
+	rk, ok := s.runs.broker.(resultKeeper)
+	if !ok {
+		return nil, false
+	}
+	body, ok, err := rk.Result(ctx, runID)
+	if err == nil && !ok {
+		wctx, cancel := context.WithTimeout(ctx, keptResultWait)
+		defer cancel()
+		if events, found := s.runs.broker.Subscribe(wctx, runID, FromNow); found {
+			for range events {
+			}
+			body, ok, err = rk.Result(ctx, runID)
+		}
+	}
+	if err != nil {
+		s.log.Warn("server: reading a run's result from the broker; answering its thread's values", "run_id", runID, "err", err)
+		return nil, false
+	}
+	return body, ok
 }
 
 func writeRawJSON(w http.ResponseWriter, body []byte) {
