@@ -154,7 +154,7 @@ func eventID(id string) (int, error) {
 		return 0, fmt.Errorf("entry id %q: want N-1", id)
 	}
 	n, err := strconv.Atoi(ms)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || strconv.Itoa(n) != ms {
 		return 0, fmt.Errorf("entry id %q: want N-1 with N a non-negative integer", id)
 	}
 	return n, nil
