@@ -73,12 +73,14 @@ func newServeCmd(version string) *cobra.Command {
 			"or, without one, with their offline scripted demo models (found from the repository's root).\n" +
 			"--graphs apitest serves the three test graphs of the LangGraph Server API reference: echo, approval, slow.\n\n" +
 			"Threads, runs and checkpoints are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "); with PostgreSQL,\n" +
-			"several weft serve processes may share the database. SIGINT or SIGTERM stops taking runs, lets the\n" +
-			"runs going finish for --shutdown-timeout, and leaves the rest to be resumed at the next start.\n\n" +
+			"several weft serve processes may share the database, and with --redis ($WEFT_REDIS_URL) each serves\n" +
+			"the streams of the runs the others execute (behind a load balancer). SIGINT or SIGTERM stops taking\n" +
+			"runs, lets the runs going finish for --shutdown-timeout, and leaves the rest to be resumed at the next\n" +
+			"start.\n\n" +
 			"Each API key (--api-keys FILE, $WEFT_API_KEYS) is a user, whose threads, runs and store items no\n" +
 			"other key reaches. Without keys every request acts for the same user, and the server listens on\n" +
 			"loopback addresses only, unless --insecure-no-auth says that anyone who reaches it may read and run\n" +
-			"every thread. --rate-limit limits each user (through Redis with $WEFT_REDIS_URL); /metrics serves\n" +
+			"every thread. --rate-limit limits each user (through --redis when set); /metrics serves\n" +
 			"Prometheus metrics; traces go to OTLP over HTTP when $OTEL_EXPORTER_OTLP_ENDPOINT is set.",
 		Example: "  weft serve\n  weft serve --graphs apitest --addr 127.0.0.1:2091\n" +
 			"  weft serve --model openai:gpt-4o-mini --db postgres://weft@db:5432/weft",
