@@ -288,4 +288,14 @@ func TestRedisBrokerCancelRelay(t *testing.T) {
 			a.must(404, "GET", "/threads/"+tid+"/runs/"+rid, nil)
 		}
 	}
+
+	// A client that joined through B with cancel_on_disconnect goes: the
+	// run on A stops.
+	rid = a.startSlow(tid, "c", 600000)
+	joined := b.openSSE("GET", "/threads/"+tid+"/runs/"+rid+"/stream?cancel_on_disconnect=true", nil)
+	joined.take(1)
+	joined.close()
+	if run := a.waitRun(tid, rid); run["status"] != "interrupted" {
+		t.Errorf("run whose client went away from B is %v; want interrupted", run["status"])
+	}
 }

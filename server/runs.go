@@ -280,6 +280,21 @@ func (s *Server) cancelOnDisconnect(lr *liveRun) {
 	}
 }
 
+// cancelElsewhereOnDisconnect cancels a run another process executes,
+// whose stream this one served (a shared broker), when its client went
+// away and asked for that.
+func (s *Server) cancelElsewhereOnDisconnect(run records.Run) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, err := s.rec.GetRun(ctx, run.Owner, run.ThreadID, run.ID)
+	if err != nil || (rec.Status != records.RunPending && rec.Status != records.RunRunning) {
+		return
+	}
+	if err := s.runs.cancel(ctx, run.Owner, run.ThreadID, []string{run.ID}, records.MultitaskInterrupt, false); err != nil {
+		s.log.Warn("server: cancelling a run whose client went away", "run_id", run.ID, "err", err)
+	}
+}
+
 func (s *Server) waitRun(w http.ResponseWriter, r *http.Request) error {
 	lr, req, threadID, err := s.requestedRun(w, r)
 	if err != nil {
@@ -522,8 +537,12 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	lr := s.runs.live(run.Owner, run.ThreadID, run.ID)
 	out := startSSE(w)
 	if events, ok := s.runs.broker.Subscribe(ctx, run.ID, after); ok {
-		if !s.follow(out, events) && lr != nil && queryBool(r, "cancel_on_disconnect") {
-			s.cancelOnDisconnect(lr)
+		if !s.follow(out, events) && queryBool(r, "cancel_on_disconnect") {
+			if lr != nil {
+				s.cancelOnDisconnect(lr)
+			} else {
+				s.cancelElsewhereOnDisconnect(run)
+			}
 		}
 		return nil
 	}
