@@ -557,7 +557,18 @@ func (p *page) open(url string) {
 // click clicks the first element matching a CSS selector.
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.must("clicking "+sel, chromedp.Click(chromedp.CSS(sel)))
+	// The page may replace the element between finding it and clicking it
+	// (a view re-rendered from the thread's saved state): find it again,
+	// a bounded number of times.
+	var err error
+	for range 3 {
+		if err = p.do(chromedp.Click(chromedp.CSS(sel))); err == nil || !strings.Contains(err.Error(), "given id") {
+			break
+		}
+	}
+	if err != nil {
+		p.t.Fatalf("clicking %s: %v", sel, err)
+	}
 }
 
 // testid is the CSS selector of a data-testid.

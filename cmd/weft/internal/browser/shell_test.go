@@ -62,7 +62,7 @@ func TestStreamedAnswerAndToolCalls(t *testing.T) {
 		t.Errorf("status while streaming = %q", st)
 	}
 	s.Gate.Release()
-	p.waitFor("the final answer", `(document.querySelector("#messages").textContent.includes("첫 걸음으로 커리어 전환 세션에서")) && document.getElementById("stop").hidden`)
+	p.waitFor("the final answer", `(document.querySelector("#messages").textContent.includes("첫 걸음으로 커리어 전환 세션에서")) && document.getElementById("stop").hidden && document.body.dataset.run === "idle"`)
 	if n := eval[int](p, `window.__texts.length`); n < 3 {
 		t.Errorf("the answer's text changed %d times on screen, want it streamed in several steps", n)
 	}
@@ -112,7 +112,7 @@ func TestStopRun(t *testing.T) {
 	// The thread takes the next message.
 	p.pick("echo")
 	p.send("hello after stop")
-	p.waitFor("the echo", `document.querySelector("#messages").textContent.includes("hello after stop") && document.getElementById("stop").hidden`)
+	p.waitFor("the echo", `document.querySelector("#messages").textContent.includes("hello after stop") && document.getElementById("stop").hidden && document.body.dataset.run === "idle"`)
 }
 
 // chat sends text to the open thread and waits for the run to end.
