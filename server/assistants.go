@@ -21,7 +21,9 @@ func (s *Server) assistantRef(ref string) string {
 	return ref
 }
 
-func assistantNotFound() error { return api.NotFound("Assistant not found") }
+func assistantNotFound() error {
+	return api.NotFound("Assistant not found").Because(errNoSuchAssistant)
+}
 
 // lookupAssistant returns the assistant ref names that the request's user
 // may read.
@@ -49,7 +51,7 @@ func (s *Server) pathAssistantGraph(r *http.Request) (records.Assistant, *served
 func (s *Server) servedGraphOf(a records.Assistant) (*servedGraph, error) {
 	g, ok := s.graphs[a.GraphID]
 	if !ok {
-		return nil, api.NotFound("Graph %q of assistant %s is not served here", a.GraphID, a.ID)
+		return nil, api.NotFound("Graph %q of assistant %s is not served here", a.GraphID, a.ID).Because(errNoSuchAssistant)
 	}
 	return g, nil
 }

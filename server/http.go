@@ -97,7 +97,7 @@ func (s *Server) wrap(h handlerFunc) http.HandlerFunc {
 			if errors.Is(err, checkpoint.ErrThreadBusy) {
 				// A run (of this server, another one, or weft run) holds
 				// the thread a whole-thread operation needed.
-				err = api.Conflict("Thread is busy: %v", err)
+				err = api.Conflict("Thread is busy: %v", err).Because(err)
 			}
 			var later *retryLater
 			if errors.As(err, &later) {
@@ -174,6 +174,8 @@ func (s *Server) routes() http.Handler {
 	handle("POST /store/items/search", s.searchItems)
 	handle("POST /store/namespaces", s.listNamespaces)
 
+	s.docRoutes(mux)
+
 	if s.opts.Telemetry != nil {
 		mux.Handle("GET /metrics", s.opts.Telemetry.Handler())
 	}
@@ -203,7 +205,9 @@ func pathUUID(r *http.Request, name string) (string, error) {
 func user(r *http.Request) string { return auth.User(r.Context()) }
 
 // threadNotFound is the API's 404 for a thread.
-func threadNotFound(id string) error { return api.NotFound("Thread with ID %s not found", id) }
+func threadNotFound(id string) error {
+	return api.NotFound("Thread with ID %s not found", id).Because(errNoSuchThread)
+}
 
 // recordErr maps a records error to the API's status codes; notFound is
 // the 404 to answer.
@@ -214,7 +218,7 @@ func recordErr(err error, notFound error) error {
 	case errors.Is(err, records.ErrNotFound):
 		return notFound
 	case errors.Is(err, records.ErrConflict):
-		return api.Conflict("%s", conflictText(err))
+		return api.Conflict("%s", conflictText(err)).Because(err)
 	}
 	return err
 }

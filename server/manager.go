@@ -83,6 +83,9 @@ type liveRun struct {
 	// result is what a wait or a join answers: the last values, or
 	// {"__error__": ...}.
 	result json.RawMessage
+	// err is why the run failed or stopped, typed (nil when it
+	// succeeded): the document API's error codes are read from it.
+	err error
 }
 
 // cancelCause is why a run was stopped: a client's cancel (action
@@ -254,6 +257,7 @@ func (m *manager) adopt(rec records.Run) (*liveRun, error) {
 		return nil, err
 	}
 	m.enqueue(lr)
+	m.s.doc.runQueued(rec.ThreadID)
 	return lr, nil
 }
 
@@ -704,7 +708,7 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	if err != nil {
 		m.s.log.Warn("server: closing a run's stream", "run_id", lr.rec.ID, "err", err)
 	}
-	lr.status = status
+	lr.status, lr.err = status, runErr
 	if lr.admitted {
 		m.unadmit()
 	}

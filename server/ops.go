@@ -191,7 +191,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			u, err := o.Auth.Authenticate(r)
 			if err != nil {
 				o.Telemetry.Rejected(telemetry.RejectUnauthenticated)
-				unauthorized(w, err)
+				unauthorized(w, r, err)
 				return
 			}
 			user = u
@@ -200,26 +200,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				i.user = u
 			}
 		}
-		if o.RateLimit != nil && !open {
-			key := "user:" + user
-			if user == "" {
-				// No user to count for: count for the client's address.
-				host, _, err := net.SplitHostPort(r.RemoteAddr)
-				if err != nil {
-					host = r.RemoteAddr
-				}
-				key = "addr:" + host
-			}
-			d, err := o.RateLimit.Allow(ctx, key)
-			if err != nil {
-				// The limiter could not decide: let the request through
-				// rather than fail it, and say so.
-				s.log.Warn("server: the rate limiter failed; the request goes on unlimited", "err", err)
-			} else if !d.Allowed {
-				o.Telemetry.Rejected(telemetry.RejectRateLimited)
-				secs := retryAfterSeconds(d.RetryAfter)
+		if !open {
+			if secs, limited := s.rateLimited(ctx, r, user); limited {
 				w.Header().Set("Retry-After", secs)
-				api.WriteText(w, http.StatusTooManyRequests, "Too many requests: this client's rate limit is spent; retry after "+secs+" s")
+				msg := "Too many requests: this client's rate limit is spent; retry after " + secs + " s"
+				if docPath(r.URL.Path) {
+					writeErrorBody(w, http.StatusTooManyRequests, errorJSON{Code: codeRateLimited.Code, Name: codeRateLimited.Name, Category: codeRateLimited.cat(), Message: msg})
+				} else {
+					api.WriteText(w, http.StatusTooManyRequests, msg)
+				}
 				return
 			}
 		}
@@ -230,9 +219,40 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
+// rateLimited counts a request of user against the rate limit and
+// reports whether it is beyond it, with the seconds to wait: for a
+// request, and for each message a WebSocket of the document API takes.
+func (s *Server) rateLimited(ctx context.Context, r *http.Request, user string) (retryAfter string, limited bool) {
+	o := s.opts
+	if o.RateLimit == nil {
+		return "", false
+	}
+	key := "user:" + user
+	if user == "" {
+		// No user to count for: count for the client's address.
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		key = "addr:" + host
+	}
+	d, err := o.RateLimit.Allow(ctx, key)
+	if err != nil {
+		// The limiter could not decide: let the request through rather
+		// than fail it, and say so.
+		s.log.Warn("server: the rate limiter failed; the request goes on unlimited", "err", err)
+		return "", false
+	}
+	if d.Allowed {
+		return "", false
+	}
+	o.Telemetry.Rejected(telemetry.RejectRateLimited)
+	return retryAfterSeconds(d.RetryAfter), true
+}
+
 // unauthorized answers 401, saying what is missing without telling
 // whether a key was close.
-func unauthorized(w http.ResponseWriter, err error) {
+func unauthorized(w http.ResponseWriter, r *http.Request, err error) {
 	msg := "Unauthorized: " + err.Error()
 	switch {
 	case errors.Is(err, apikey.ErrMissing):
@@ -241,6 +261,10 @@ func unauthorized(w http.ResponseWriter, err error) {
 		msg = "Unauthorized: the API key is not valid"
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
+	if docPath(r.URL.Path) {
+		writeErrorBody(w, http.StatusUnauthorized, errorJSON{Code: codeUnauthenticated.Code, Name: codeUnauthenticated.Name, Category: codeUnauthenticated.cat(), Message: msg})
+		return
+	}
 	api.WriteText(w, http.StatusUnauthorized, msg)
 }
 

@@ -26,7 +26,7 @@ const busyText = "Thread is already running a task. Wait for it to finish or cho
 // create makes a run of lr's kind, not yet launched.
 func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g *servedGraph) (*liveRun, error) {
 	if m.isClosing() {
-		return nil, &api.StatusError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down and takes no new runs"}
+		return nil, &api.StatusError{Status: http.StatusServiceUnavailable, Message: "The server is shutting down and takes no new runs", Err: errShuttingDown}
 	}
 	// A place among the runs this process holds (Options.MaxRuns), given
 	// back when the run ends, or here if it is not made.
@@ -43,13 +43,13 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 	rec, inflight, err := m.s.rec.CreateRun(ctx, nr)
 	switch {
 	case errors.Is(err, records.ErrBusy):
-		return nil, api.Conflict(busyText)
+		return nil, api.Conflict(busyText).Because(err)
 	case errors.Is(err, records.ErrNotFound):
 		return nil, threadNotFound(nr.Run.ThreadID)
 	case errors.Is(err, records.ErrOtherGraph):
 		// Its checkpoints hold another graph's channels, which this
 		// graph cannot read.
-		return nil, api.Conflict("%s; start a new thread for this assistant", strings.TrimPrefix(err.Error(), "records: "))
+		return nil, api.Conflict("%s; start a new thread for this assistant", strings.TrimPrefix(err.Error(), "records: ")).Because(err)
 	case err != nil:
 		return nil, err
 	}
@@ -60,6 +60,7 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 	lr.admitted, made = true, true
 	noteRun(ctx, rec.ID)
 	m.enqueue(lr)
+	m.s.doc.runQueued(rec.ThreadID)
 	if s := rec.MultitaskStrategy; (s == records.MultitaskInterrupt || s == records.MultitaskRollback) && len(inflight) > 0 {
 		ids := make([]string, len(inflight))
 		for i, r := range inflight {
@@ -80,7 +81,7 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 	}
 	a, err := s.lookupAssistant(r, *req.AssistantID)
 	if err != nil {
-		return nil, api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID)
+		return nil, api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID).Because(errNoSuchAssistant)
 	}
 	g, err := s.servedGraphOf(a)
 	if err != nil {
@@ -360,7 +361,7 @@ func (s *Server) threadValues(ctx context.Context, owner, threadID string) ([]by
 	return t.Values, nil
 }
 
-func runNotFound() error { return api.NotFound("Run not found") }
+func runNotFound() error { return api.NotFound("Run not found").Because(errNoSuchRun) }
 
 // storedRun returns the run the path names, if the request's user owns
 // it.

@@ -179,6 +179,8 @@ type Server struct {
 	graphs  map[string]*servedGraph
 	handler http.Handler
 	runs    *manager
+	// doc serves the design documents' own API (docapi.go).
+	doc *docAPI
 	// closers release what New opened, in reverse order.
 	closers []func() error
 	closeMu sync.Mutex
@@ -233,6 +235,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("server: recording the assistant of graph %q: %w", id, err)
 		}
 	}
+	s.doc = newDocAPI()
 	s.runs = newManager(s)
 	if err := s.runs.start(ctx); err != nil {
 		s.closeAll()
@@ -338,6 +341,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Shutdown does not close opts.DB, which the caller opened.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.runs.shutdown(ctx)
+	// The runs are over (or left to resume): the document API's
+	// WebSockets are told the server goes away.
+	s.doc.shutdown(ctx)
 	s.closeAll()
 	return err
 }

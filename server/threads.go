@@ -105,20 +105,31 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.removeThread(r.Context(), user(r), t.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// removeThread deletes owner's thread: its runs, checkpoints and record.
+func (s *Server) removeThread(ctx context.Context, owner, id string) error {
 	// Its runs stop first, so none writes to the thread once it is gone.
-	if err := s.runs.stopThread(r.Context(), t.ID); err != nil {
+	if err := s.runs.stopThread(ctx, id); err != nil {
 		return err
 	}
 	// The checkpoints go first: when another process's run (weft run)
 	// holds the thread, that fails with nothing deleted.
-	if err := s.deleteCheckpoints(r.Context(), t.ID); err != nil {
+	if err := s.deleteCheckpoints(ctx, id); err != nil {
 		return err
 	}
-	if err := s.rec.DeleteThread(r.Context(), user(r), t.ID); err != nil {
-		return recordErr(err, threadNotFound(t.ID))
+	if err := s.rec.DeleteThread(ctx, owner, id); err != nil {
+		return recordErr(err, threadNotFound(id))
 	}
-	s.removeThreadFiles(t.ID)
-	w.WriteHeader(http.StatusNoContent)
+	s.removeThreadFiles(id)
+	// Who follows the thread (the document API's WebSockets) learns it
+	// is gone.
+	s.doc.runQueued(id)
 	return nil
 }
 
@@ -269,7 +280,7 @@ func (s *Server) threadGraph(t records.Thread) (*servedGraph, error) {
 	}
 	g, ok := s.graphs[m.GraphID]
 	if !ok {
-		return nil, api.NotFound("Graph %q of thread %s is not served here", m.GraphID, t.ID)
+		return nil, api.NotFound("Graph %q of thread %s is not served here", m.GraphID, t.ID).Because(errNoSuchAssistant)
 	}
 	return g, nil
 }

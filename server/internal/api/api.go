@@ -97,9 +97,22 @@ func pathString(p []any) string {
 type StatusError struct {
 	Status  int
 	Message string
+	// Err is the cause, for callers that tell refusals apart with
+	// errors.Is and errors.As (the document API's error codes); the
+	// answer shows only Status and Message.
+	Err error
 }
 
 func (e *StatusError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+// Unwrap returns the cause.
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// Because sets the cause of e and returns e.
+func (e *StatusError) Because(err error) *StatusError {
+	e.Err = err
+	return e
+}
 
 // NotFound returns a 404 with message as its text body.
 func NotFound(format string, args ...any) *StatusError {
@@ -116,8 +129,8 @@ func Unprocessable(format string, args ...any) *StatusError {
 	return &StatusError{Status: http.StatusUnprocessableEntity, Message: fmt.Sprintf(format, args...)}
 }
 
-// errMalformed marks a body that is not JSON.
-var errMalformed = errors.New("malformed JSON in request body")
+// ErrMalformed marks a body that is not JSON.
+var ErrMalformed = errors.New("malformed JSON in request body")
 
 // WriteJSON answers status with v as JSON.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
@@ -145,7 +158,7 @@ func Status(err error) int {
 	var se *StatusError
 	var tooBig *http.MaxBytesError
 	switch {
-	case errors.As(err, &ve), errors.Is(err, errMalformed):
+	case errors.As(err, &ve), errors.Is(err, ErrMalformed):
 		return http.StatusBadRequest
 	case errors.As(err, &se):
 		return se.Status
@@ -173,7 +186,7 @@ func WriteError(w http.ResponseWriter, err error) {
 		WriteText(w, se.Status, se.Message)
 	case errors.As(err, &tooBig):
 		WriteText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", tooBig.Limit))
-	case errors.Is(err, errMalformed):
+	case errors.Is(err, ErrMalformed):
 		WriteText(w, http.StatusBadRequest, MalformedJSON)
 	default:
 		WriteText(w, http.StatusInternalServerError, err.Error())
@@ -221,7 +234,7 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) er
 // Decode unmarshals a JSON body into dst, with DecodeBody's errors.
 func Decode(body []byte, dst any) error {
 	if !json.Valid(body) {
-		return errMalformed
+		return ErrMalformed
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		var te *json.UnmarshalTypeError
