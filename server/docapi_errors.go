@@ -337,8 +337,12 @@ func errorOut(err error) errorJSON {
 	return out
 }
 
-// issuePath writes an issue's path as a dotted field name.
+// issuePath writes an issue's path as a dotted field name ("body" for
+// the body as a whole).
 func issuePath(p []any) string {
+	if len(p) == 0 {
+		return "body"
+	}
 	parts := make([]string, 0, len(p))
 	for _, x := range p {
 		parts = append(parts, fmt.Sprint(x))
