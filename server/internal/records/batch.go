@@ -31,6 +31,7 @@ type batcher struct {
 	timeout time.Duration
 	q       chan *writeOp
 	stop    chan struct{}
+	stopped sync.Once
 	wg      sync.WaitGroup
 }
 
@@ -60,13 +61,20 @@ func (b *batcher) do(ctx context.Context, fn func(Tx) error) error {
 	case err := <-op.done:
 		return err
 	case <-b.stop:
-		// The committer answers what it took before stopping.
-		return <-op.done
+		// The committers answer what they took before stopping; what
+		// none took (queued as the store closed) is closed.
+		b.wg.Wait()
+		select {
+		case err := <-op.done:
+			return err
+		default:
+			return ErrClosed
+		}
 	}
 }
 
 func (b *batcher) close() {
-	close(b.stop)
+	b.stopped.Do(func() { close(b.stop) })
 	b.wg.Wait()
 	for {
 		select {

@@ -148,8 +148,9 @@ func newStore(db DB, d *Dialect, opts Options, committers int) *Store {
 	return s
 }
 
-// Close stops the store's committers; writes still queued fail. It does
-// not close the database, which the caller opened.
+// Close stops the store's committers; writes still queued, and writes
+// after it, fail with ErrClosed. It does not close the database, which
+// the caller opened. Closing twice is closing once.
 func (s *Store) Close() error {
 	s.batch.close()
 	return nil
