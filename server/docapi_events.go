@@ -366,6 +366,10 @@ type translator struct {
 	// failed is the run's error event ({"error", "message"}), for a run
 	// whose typed error is not at hand.
 	failed *struct{ Error, Message string }
+	// held are the agent's requests for a person (hitl_request,
+	// human_input_required), sent once the run has stopped, so that an
+	// answer sent on them finds the session waiting for it.
+	held []docEvent
 }
 
 func (s *Server) newTranslator(run records.Run, graphID string, kw runKwargs) *translator {
@@ -454,7 +458,12 @@ func (t *translator) batch(evs []Event) []docEvent {
 			}
 			out = append(out, t.start(ev)...)
 			t.seen[ev.Name()] = true
-			out = append(out, docEvent{name: ev.Name(), data: e.Data})
+			de := docEvent{name: ev.Name(), data: e.Data}
+			if n := ev.Name(); n == events.NameHITLRequest || n == events.NameHumanInputRequired {
+				t.held = append(t.held, de)
+				continue
+			}
+			out = append(out, de)
 		case modeUpdates:
 			out = append(out, t.start(nil)...)
 			if t.emitter {
@@ -498,6 +507,7 @@ func (t *translator) finish(o runOutcome) []docEvent {
 		derive(events.Complete{Format: "text", Text: text})
 		derive(events.End{Status: events.EndDone})
 	case outcomeInterrupted:
+		out = append(out, t.held...)
 		if !t.seen[events.NameHITLRequest] {
 			for _, it := range o.interrupts {
 				h := hitlOf(it)

@@ -169,6 +169,14 @@ func (s *Server) startDocRun(r *http.Request, spec docRun) (*liveRun, error) {
 	return s.newRun(r, &req, id)
 }
 
+// refuseClosing refuses a new run once the server shuts down.
+func (s *Server) refuseClosing() error {
+	if s.runs.isClosing() {
+		return &docError{code: codeShuttingDown, message: "the server is shutting down and takes no new runs", err: errShuttingDown}
+	}
+	return nil
+}
+
 // inputError is a 400 (code 1004) for an input the agent cannot take,
 // naming its key.
 func inputError(err error, graphID string) error {
@@ -201,6 +209,9 @@ func (s *Server) agentRunSpec(req agentRunRequest) docRun {
 // startAgentRun reads an agent run request and creates its run, not yet
 // launched.
 func (s *Server) startAgentRun(w http.ResponseWriter, r *http.Request) (*liveRun, agentRunRequest, error) {
+	if err := s.refuseClosing(); err != nil {
+		return nil, agentRunRequest{}, err
+	}
 	body, err := readBody(w, r)
 	if err != nil {
 		return nil, agentRunRequest{}, err
@@ -538,6 +549,9 @@ func (s *Server) pendingApproval(r *http.Request, id string) ([]hitlJSON, error)
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionID(r, "chat_id")
 	if err != nil {
+		return err
+	}
+	if err := s.refuseClosing(); err != nil {
 		return err
 	}
 	pending, err := s.pendingApproval(r, id)
