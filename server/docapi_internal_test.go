@@ -213,7 +213,7 @@ func TestHITLOf(t *testing.T) {
 // A run's answer is its last AI message, in either form.
 func TestLastAnswer(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"messages":[{"type":"human","content":"q"},{"type":"ai","content":"a"}]}`:                                   "a",
+		`{"messages":[{"type":"human","content":"q"},{"type":"ai","content":"a"}]}`:                                       "a",
 		`{"messages":[{"type":"ai","content":[{"type":"text","text":"x"},{"type":"image"},{"type":"text","text":"y"}]}]}`: "xy",
 		`{"messages":[{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`:                                 "b",
 		`{"request":"x"}`: "",
