@@ -24,6 +24,8 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"namespace_prefix":["a"],"filter":{"x":{"$gt":1}},"query":"q"}`,
 		`{"values":{"messages":[1,2]},"as_node":"echo"}`,
 		`{"before":{"configurable":{"checkpoint_id":5}}}`,
+		`{"user_input":"hi","assistant_id":"echo","timeout":0.5}`, `{"input":{"delay_ms":1},"assistant_id":"slow","session_id":"` + "5a791b3a-ac51-4ff1-a47a-2ffb3377d4d2" + `"}`,
+		`{"user_action":"accept","edited_content":[1]}`, `{"session_id":"x","assistant_id":"nobody"}`,
 	} {
 		f.Add(seed)
 	}
@@ -43,6 +45,8 @@ func FuzzRequestBodies(f *testing.F) {
 		{"PATCH", "/assistants/echo"}, {"POST", "/assistants/echo/versions"}, {"POST", "/assistants/echo/latest"},
 		{"PUT", "/store/items"}, {"DELETE", "/store/items"}, {"POST", "/store/items/search"}, {"POST", "/store/namespaces"},
 		{"POST", "/threads/" + tid + "/runs/wait"}, {"POST", "/runs/wait"}, {"POST", "/runs/batch"}, {"POST", "/runs/cancel"},
+		// The document API's.
+		{"POST", "/agent/run"}, {"POST", "/agent/run-async"}, {"POST", "/agent/stream"}, {"POST", "/sessions"}, {"POST", "/approve/" + tid},
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, tg := range targets {
