@@ -311,17 +311,34 @@ func (k *socket) follow(run records.Run) bool {
 			}
 			k.handle(b)
 		case <-k.s.doc.goAway:
-			// The runs ended or were left to resume before the sockets
-			// are told: send what is left of this one first.
-			for de := range out {
-				if !k.sendEvent(run.ID, de) {
-					return false
-				}
-			}
+			// The runs of this process ended or were left to resume
+			// before the sockets are told: send what is left of this one
+			// first (a run of another process is not waited for).
+			k.drain(run.ID, out)
 			k.goAway()
 			return false
 		case <-k.ctx.Done():
 			return false
+		}
+	}
+}
+
+// drainBound bounds how long a shutdown waits for the last events of a
+// run a socket follows.
+const drainBound = 2 * time.Second
+
+// drain sends the events left of a run, until they end or drainBound.
+func (k *socket) drain(runID string, out <-chan docEvent) {
+	t := time.NewTimer(drainBound)
+	defer t.Stop()
+	for {
+		select {
+		case de, ok := <-out:
+			if !ok || !k.sendEvent(runID, de) {
+				return
+			}
+		case <-t.C:
+			return
 		}
 	}
 }
