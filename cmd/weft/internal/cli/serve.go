@@ -71,7 +71,9 @@ func newServeCmd(version string) *cobra.Command {
 			"--graphs examples (the default) serves the example agents (" + strings.Join(examples.Names(), ", ") + "),\n" +
 			"each with a system assistant named after it; the chat agents answer with --model or $" + modelEnv + ",\n" +
 			"or, without one, with their offline scripted demo models (found from the repository's root).\n" +
-			"--graphs apitest serves the three test graphs of the LangGraph Server API reference: echo, approval, slow.\n\n" +
+			"--graphs apitest serves the three test graphs of the LangGraph Server API reference: echo, approval, slow.\n" +
+			"The same threads are served by the design documents' own API too: POST /agent/run and /agent/run-async,\n" +
+			"the session WebSocket /ws/{session_id}, /sessions, POST /approve/{chat_id} and GET /health.\n\n" +
 			"Threads, runs and checkpoints are kept in " + dburl.DefaultPath + " (or --db, $" + dburl.EnvVar + "); with PostgreSQL,\n" +
 			"several weft serve processes may share the database, and with --redis ($WEFT_REDIS_URL) each serves\n" +
 			"the streams of the runs the others execute (behind a load balancer). SIGINT or SIGTERM stops taking\n" +
