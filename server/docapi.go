@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,6 +171,38 @@ func (s *Server) docRoutes(mux *http.ServeMux) {
 	handle("POST /agent/stream", s.agentStream)
 	handle("POST /approve/{chat_id}", s.approve)
 	handle("GET /ws/{session_id}", s.sessionSocket)
+
+	// What no route above takes, under the API's paths, is answered in
+	// its shape too: 405 for a method a path does not take, else 404.
+	for _, p := range []string{"/health", "/sessions", "/sessions/", "/agent/", "/ws/", "/approve/"} {
+		handle(p, s.docNoRoute(mux, p))
+	}
+}
+
+// The codes of requests no route of the document API takes.
+var (
+	codeNoSuchEndpoint   = errorCode{1006, "no_such_endpoint", http.StatusNotFound}
+	codeMethodNotAllowed = errorCode{1007, "method_not_allowed", http.StatusMethodNotAllowed}
+)
+
+// docNoRoute answers a request that reached the catch-all pattern: the
+// methods the path takes (Allow), or that there is no such endpoint.
+func (s *Server) docNoRoute(mux *http.ServeMux, pattern string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			probe := *r
+			probe.Method = m
+			if _, p := mux.Handler(&probe); p != pattern && p != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			return &docError{code: codeNoSuchEndpoint, message: "no endpoint " + r.URL.Path}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return &docError{code: codeMethodNotAllowed, message: r.URL.Path + " takes " + strings.Join(allow, ", ") + ", not " + r.Method}
+	}
 }
 
 // healthTimeout bounds the health check's database query.

@@ -114,7 +114,7 @@ func TestErrorCodesIgnoreText(t *testing.T) {
 func TestErrorCodeTable(t *testing.T) {
 	seen := map[int]string{}
 	codes := []errorCode{codeInvalidRequest, codeMalformedJSON, codeInvalidField, codeBodyTooLarge, codeInvalidInput, codeNotWebSocket,
-		codeUnauthenticated, codeRateLimited, codeOriginRefused}
+		codeNoSuchEndpoint, codeMethodNotAllowed, codeUnauthenticated, codeRateLimited, codeOriginRefused}
 	for _, sc := range sentinelCodes {
 		codes = append(codes, sc.code)
 	}

@@ -285,6 +285,11 @@ func TestDocAPIBadInput(t *testing.T) {
 		{"POST", "/approve/" + sid, map[string]any{"user_action": "accept"}, 409, 5001, ""},
 		{"GET", "/ws/" + sid, nil, 426, 1005, "Upgrade"},
 		{"GET", "/ws/" + other, nil, 404, 3001, "session_id"},
+		{"GET", "/agent/run", nil, 405, 1007, ""},
+		{"PUT", "/sessions/" + sid, nil, 405, 1007, ""},
+		{"POST", "/health", nil, 405, 1007, ""},
+		{"GET", "/agent/nowhere", nil, 404, 1006, ""},
+		{"GET", "/sessions/" + sid + "/runs", nil, 404, 1006, ""},
 	}
 	for _, c := range cases {
 		e := s.mustErr(c.status, c.code, c.method, c.path, c.body)
