@@ -68,6 +68,33 @@ func TestDocAPIKeys(t *testing.T) {
 	if count(ms, "complete") != 1 {
 		t.Errorf("alice's socket: %v", types(ms))
 	}
+
+	// A browser, which cannot set headers on a WebSocket, offers its key
+	// as a subprotocol beside "weft", which the server chooses.
+	browser := func(key string) (*websocket.Conn, *http.Response, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.ts.URL, "http")+"/ws/"+out.SessionID,
+			&websocket.DialOptions{Subprotocols: []string{"weft", "weft.api-key." + key}})
+	}
+	bc, _, err := browser(aliceKey)
+	if err != nil {
+		t.Fatalf("a browser's socket with its key: %v", err)
+	}
+	defer bc.CloseNow()
+	if bc.Subprotocol() != "weft" {
+		t.Errorf("subprotocol %q", bc.Subprotocol())
+	}
+	sc := &socketClient{t: t, c: bc}
+	if m := sc.read(); m.Type != "session_state" {
+		t.Errorf("first message = %+v", m)
+	}
+	if _, res, err := browser("mallory-0123456789abcdef"); err == nil || res == nil || res.StatusCode != 401 {
+		t.Errorf("a browser's socket with a wrong key: %v", err)
+	}
+	if _, res, err := browser(bobKey); err == nil || res == nil || res.StatusCode != 404 {
+		t.Errorf("bob's browser on alice's session: %v", err)
+	}
 }
 
 // The rate limit counts the document API's requests, and each message a

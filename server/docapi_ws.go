@@ -158,6 +158,36 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	return &docError{code: codeOriginRefused, field: "Origin", message: "origin " + origin + " may not open this WebSocket (see the server's CORS origins)"}
 }
 
+// socketProtocol is the WebSocket subprotocol of the document API, and
+// socketKeyProtocol the prefix of the one that carries an API key, for
+// browsers, which cannot set a header on a WebSocket:
+//
+//	new WebSocket(url, ["weft", "weft.api-key." + key])
+const (
+	socketProtocol    = "weft"
+	socketKeyProtocol = "weft.api-key."
+)
+
+// socketKey returns r, or for a WebSocket handshake to /ws/ that carries
+// its API key as a subprotocol and in no header, a copy of r with the key
+// in x-api-key, for the Authenticator.
+func socketKey(r *http.Request) *http.Request {
+	if !strings.HasPrefix(r.URL.Path, "/ws/") || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Authorization") != "" {
+		return r
+	}
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			if key, ok := strings.CutPrefix(strings.TrimSpace(p), socketKeyProtocol); ok && key != "" {
+				c := *r
+				c.Header = r.Header.Clone()
+				c.Header.Set("X-Api-Key", key)
+				return &c
+			}
+		}
+	}
+	return r
+}
+
 // sessionSocket is GET /ws/{session_id}.
 func (s *Server) sessionSocket(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionID(r, "session_id")
@@ -178,7 +208,9 @@ func (s *Server) sessionSocket(w http.ResponseWriter, r *http.Request) error {
 		return &docError{code: codeShuttingDown, message: "the server is shutting down", err: errShuttingDown}
 	}
 	defer s.doc.sockets.Done()
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the origin is checked above
+	// The origin is checked above. A browser that offered subprotocols
+	// (its key among them) needs one chosen: "weft".
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, Subprotocols: []string{socketProtocol}})
 	if err != nil {
 		return nil // Accept answered
 	}

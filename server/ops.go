@@ -188,7 +188,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		open := openEndpoint(r)
 		user := auth.User(ctx)
 		if o.Auth != nil && !open {
-			u, err := o.Auth.Authenticate(r)
+			u, err := o.Auth.Authenticate(socketKey(r))
 			if err != nil {
 				o.Telemetry.Rejected(telemetry.RejectUnauthenticated)
 				unauthorized(w, r, err)
