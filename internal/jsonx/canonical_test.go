@@ -41,3 +41,29 @@ func TestCanonicalJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeCanonical checks that Canonical never accepts bytes that are
+// not exactly what encoding their value gives, and that DecodeCanonical
+// then decodes them as json.Unmarshal does. Strings long enough for the
+// assembly block scan are in the corpus.
+func FuzzDecodeCanonical(f *testing.F) {
+	f.Add([]byte(`{"a":[1,"x",true,false,null,{"c":{}}]}`))
+	f.Add([]byte(`{"query":"` + strings.Repeat("0f0e-abcd", 9) + `","z":-12}`))
+	f.Add([]byte(`{"q":"` + strings.Repeat("abcdefgh", 5) + `<` + strings.Repeat("x", 20) + `"}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		dv, ok := DecodeCanonical(in)
+		if !ok {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(in, &v); err != nil {
+			t.Fatalf("Canonical(%q) = true, but json.Unmarshal fails: %v", in, err)
+		}
+		if b, _ := json.Marshal(v); string(b) != string(in) {
+			t.Fatalf("Canonical(%q) = true, but encoding its value gives %s", in, b)
+		}
+		if !reflect.DeepEqual(dv, v) {
+			t.Fatalf("DecodeCanonical(%q) = %#v, json.Unmarshal gives %#v", in, dv, v)
+		}
+	})
+}

@@ -22,6 +22,11 @@ func safeWords(s string, html bool) int {
 	// A read-only view of the string's bytes, for word loads.
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	i := 0
+	if len(s) >= 16 {
+		// Whole blocks in assembly where there is some; the words of the
+		// block that stopped it, and the tail, below.
+		i = safeBlocks(unsafe.StringData(s), len(s), html)
+	}
 	if html {
 		for ; i+16 <= len(s); i += 16 {
 			w1, w2 := binary.LittleEndian.Uint64(b[i:i+8]), binary.LittleEndian.Uint64(b[i+8:i+16])

@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -55,4 +56,58 @@ func BenchmarkAppendStringNoHTML(b *testing.B) {
 	for b.Loop() {
 		buf = AppendString(buf[:0], s, false)
 	}
+}
+
+// needsEscape is safeWords' rule, byte by byte.
+func needsEscape(b byte, html bool) bool {
+	return b < 0x20 || b >= 0x80 || b == '"' || b == '\\' || (html && (b == '<' || b == '>' || b == '&'))
+}
+
+// TestSafeWordsEveryByteEveryPlace puts each byte value at each position
+// of safe text of several lengths (around the 16- and 32-byte blocks of
+// the assembly scan and its word-by-word tail) and checks that safeWords
+// never passes it, and passes all of the whole words before it.
+func TestSafeWordsEveryByteEveryPlace(t *testing.T) {
+	for _, html := range []bool{false, true} {
+		for n := 0; n <= 80; n++ {
+			base := []byte(strings.Repeat("abcdefgh ~!#$%'()*+,-./09:;=?@AZ[]^_`z{|}", 2)[:n])
+			if got := safeWords(string(base), html); got != n/8*8 {
+				t.Fatalf("html %v: safe text of %d bytes: safeWords = %d, want %d", html, n, got, n/8*8)
+			}
+			for pos := range n {
+				for c := range 256 {
+					s := bytes.Clone(base)
+					s[pos] = byte(c)
+					got := safeWords(string(s), html)
+					if needsEscape(byte(c), html) {
+						if got > pos {
+							t.Fatalf("html %v: byte %#x at %d of %d: safeWords = %d passes it", html, c, pos, n, got)
+						}
+						if got < pos/8*8 {
+							t.Fatalf("html %v: byte %#x at %d of %d: safeWords = %d stops short of %d", html, c, pos, n, got, pos/8*8)
+						}
+					} else if got != n/8*8 {
+						t.Fatalf("html %v: safe byte %#x at %d of %d: safeWords = %d, want %d", html, c, pos, n, got, n/8*8)
+					}
+				}
+			}
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add("plain text that is long enough for the block scan <&>", true)
+	f.Add(strings.Repeat("x", 33)+"\"\\\x00\u2028é\xff", false)
+	f.Fuzz(func(t *testing.T, s string, html bool) {
+		var sb strings.Builder
+		enc := json.NewEncoder(&sb)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimSuffix(sb.String(), "\n")
+		if got := AppendString(nil, s, html); string(got) != want {
+			t.Fatalf("html %v, %q:\n got %s\nwant %s", html, s, got, want)
+		}
+	})
 }
