@@ -60,8 +60,13 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	tool.ID, tool.Artifact = "t1", json.RawMessage(`{"rows": [1,2,3]}`)
 	parts := HumanParts(TextPart("look"), ImagePart("https://x/y.png"), Part{Type: "audio", Raw: json.RawMessage(`{"type":"audio","data":"x"}`)})
 	parts.Content = "lead"
+	kw := ToolResult("c2", "t", "x")
+	kw.AdditionalKwargs = map[string]json.RawMessage{
+		"weft_key": json.RawMessage(`"ab12"`), "a<b": json.RawMessage(`"<tag>"`), "z": json.RawMessage(`{"b":1,"a":2}`),
+		"n": nil, "spaced": json.RawMessage(` [ 1 , "x" ] `), "num": json.RawMessage(`1.50`), "": json.RawMessage(`true`),
+	}
 	msgs := []Message{
-		Human("hi?"), System("be nice"), AI("plain"), AI(""), ToolResult("", "t", ""), ToolResult("c", "t", big),
+		kw, Human("hi?"), System("be nice"), AI("plain"), AI(""), ToolResult("", "t", ""), ToolResult("c", "t", big),
 		ai, tool, parts, Remove("gone"), {Type: TypeHuman, Name: "kim", Content: "한국어 텍스트\n\t\x01"},
 	}
 	for i, m := range msgs {
@@ -78,6 +83,11 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	bad := AI("", ToolCall{ID: "c", Name: "n", Args: json.RawMessage(`{"a":`)})
 	if _, err := json.Marshal(bad); err == nil {
 		t.Error("invalid arguments encoded without an error")
+	}
+	badKw := Human("x")
+	badKw.AdditionalKwargs = map[string]json.RawMessage{"k": json.RawMessage(`{"a":`)}
+	if _, err := badKw.AppendJSON(nil); err == nil || !strings.Contains(err.Error(), `additional_kwargs "k"`) {
+		t.Errorf("invalid additional_kwargs: error %v, want one naming the kwarg", err)
 	}
 	if _, err := json.Marshal(Message{Content: "x"}); err == nil {
 		t.Error("a message without a type encoded without an error")

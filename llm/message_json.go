@@ -95,7 +95,7 @@ func (m Message) AppendJSON(b []byte) ([]byte, error) {
 	}
 	if len(m.AdditionalKwargs) > 0 {
 		b = append(b, `,"additional_kwargs":`...)
-		if b, err = appendMarshal(b, m.AdditionalKwargs); err != nil {
+		if b, err = appendKwargs(b, m.AdditionalKwargs); err != nil {
 			return nil, err
 		}
 	}
@@ -126,6 +126,36 @@ func (m Message) JSONSizeHint() int {
 	}
 	// Escapes (quotes, newlines) in ordinary text.
 	return n + n/32
+}
+
+// appendKwargs appends json.Marshal(kw) to b without encoding/json's
+// reflection over the map (a tool node marks every tool message with a
+// kwarg): keys sorted as json.Marshal sorts them, and a value that is
+// already canonical as it is, since json.Marshal of such a RawMessage
+// returns its bytes unchanged.
+func appendKwargs(b []byte, kw map[string]json.RawMessage) ([]byte, error) {
+	keys := make([]string, 0, len(kw))
+	for k := range kw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonx.AppendString(b, k, true)
+		b = append(b, ':')
+		if v := kw[k]; jsonx.Canonical(v) {
+			b = append(b, v...)
+			continue
+		}
+		var err error
+		if b, err = appendMarshal(b, kw[k]); err != nil {
+			return nil, fmt.Errorf("additional_kwargs %q: %w", k, err)
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // appendMarshal appends json.Marshal(v) to b.
