@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -101,22 +102,41 @@ func suffix(ckpt bool) string {
 
 const letters = "abcdefghijklmnopqrstuvwxyz"
 
+// letterSource draws random letters the way bench.mjs does, one cheap
+// non-cryptographic step a letter: V8's Math.random is xorshift128+, while
+// math/rand/v2's top-level functions run ChaCha8, which cost the wide_dict
+// nodes a third of a run. It is wyrand, seeded from math/rand/v2 once per
+// string, so parallel tasks share no state.
+type letterSource uint64
+
+func newLetterSource() letterSource { return letterSource(rand.Uint64()) }
+
+// letter returns a letter's index in letters.
+func (s *letterSource) letter() int {
+	*s += 0xa0761d6478bd642f
+	hi, lo := bits.Mul64(uint64(*s), uint64(*s)^0xe7037ed1a0b428db)
+	// The top 32 bits scaled to [0, 26), as Math.floor(Math.random() * 26).
+	return int(((hi ^ lo) >> 32 * uint64(len(letters))) >> 32)
+}
+
 // randLetters returns n random lowercase letters, each a one-letter string
 // (bench.mjs's randLetters).
 func randLetters(n int) []string {
+	src := newLetterSource()
 	out := make([]string, n)
 	for i := range out {
-		j := rand.IntN(len(letters))
+		j := src.letter()
 		out[i] = letters[j : j+1]
 	}
 	return out
 }
 
-// randString returns n random lowercase letters.
+// randString returns n random lowercase letters (bench.mjs's randString).
 func randString(n int) string {
+	src := newLetterSource()
 	b := make([]byte, n)
 	for i := range b {
-		b[i] = letters[rand.IntN(len(letters))]
+		b[i] = letters[src.letter()]
 	}
 	return string(b)
 }
