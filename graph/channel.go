@@ -20,6 +20,10 @@ type Channel interface {
 type slot interface {
 	// get returns the value and whether there is one.
 	get() (any, bool)
+	// hasValue reports whether get would find a value, without boxing the
+	// value in an interface (an allocation for a slice or a struct), for
+	// the loop's checks of which channels are available.
+	hasValue() bool
 	// update applies the writes of one superstep, in task order; it reports
 	// whether the value changed.
 	update(key string, writes []any) (bool, error)
@@ -90,6 +94,8 @@ type lastValue[T any] struct {
 	v   T
 	set bool
 }
+
+func (s *lastValue[T]) hasValue() bool { return s.set }
 
 func (s *lastValue[T]) get() (any, bool) {
 	if !s.set {
@@ -177,6 +183,8 @@ type reducer[T any] struct {
 }
 
 func (s *reducer[T]) get() (any, bool) { return s.v, true }
+
+func (s *reducer[T]) hasValue() bool { return true }
 
 func (s *reducer[T]) update(key string, ws []any) (bool, error) {
 	if len(ws) == 0 {
@@ -293,6 +301,8 @@ type topic[T any] struct {
 	vs         []T
 }
 
+func (s *topic[T]) hasValue() bool { return len(s.vs) > 0 }
+
 func (s *topic[T]) get() (any, bool) {
 	if len(s.vs) == 0 {
 		return nil, false
@@ -371,6 +381,8 @@ type ephemeral[T any] struct {
 	set   bool
 }
 
+func (s *ephemeral[T]) hasValue() bool { return s.set }
+
 func (s *ephemeral[T]) get() (any, bool) {
 	if !s.set {
 		return nil, false
@@ -432,6 +444,8 @@ type trigger struct {
 	set         bool
 	finished    bool
 }
+
+func (s *trigger) hasValue() bool { return s.set && (!s.afterFinish || s.finished) }
 
 func (s *trigger) get() (any, bool) {
 	if !s.set || (s.afterFinish && !s.finished) {
@@ -506,6 +520,8 @@ type barrier struct {
 }
 
 func (s *barrier) complete() bool { return len(s.seen) == len(s.names) }
+
+func (s *barrier) hasValue() bool { return s.complete() && (!s.afterFinish || s.finished) }
 
 func (s *barrier) get() (any, bool) {
 	if !s.complete() || (s.afterFinish && !s.finished) {

@@ -256,6 +256,8 @@ type startSlot struct {
 }
 
 func (s *startSlot) get() (any, bool) { return s.ws, s.ok }
+
+func (s *startSlot) hasValue() bool { return s.ok }
 func (s *startSlot) update(key string, vals []any) (bool, error) {
 	if len(vals) == 0 {
 		if s.ok {
@@ -314,6 +316,8 @@ type encodedSend struct {
 }
 
 func (s *sendsSlot) get() (any, bool) { return s.sends, len(s.sends) > 0 }
+
+func (s *sendsSlot) hasValue() bool { return len(s.sends) > 0 }
 func (s *sendsSlot) update(key string, vals []any) (bool, error) {
 	changed := len(s.sends) > 0
 	s.sends = nil

@@ -196,6 +196,8 @@ func (t *msgTail[M]) claim(at int, ops msgOps[M], clone bool) (ok, filled bool) 
 	return false, false
 }
 
+func (s *messages[M]) hasValue() bool { return s.set }
+
 func (s *messages[M]) get() (any, bool) {
 	if !s.set {
 		return nil, false

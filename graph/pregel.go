@@ -474,7 +474,7 @@ func (c *channelState) triggered(n *node) bool {
 		if v == 0 || v <= seen[ch] {
 			continue
 		}
-		if _, ok := c.slots[ch].get(); ok {
+		if c.slots[ch].hasValue() {
 			return true
 		}
 	}
@@ -601,7 +601,7 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 		// deferred node's trigger before finish, a join still waiting, a
 		// consumed trigger) does not count as updated: it triggers nothing
 		// yet, so it must not hold back the release of deferred nodes.
-		if _, ok := r.slots[ch].get(); !ok {
+		if !r.slots[ch].hasValue() {
 			return
 		}
 		if !slices.Contains(updated, ch) {
