@@ -12,19 +12,23 @@ import (
 // channels are available.
 func TestSlotHasValueMatchesGet(t *testing.T) {
 	slots := map[string]func() (slot, []any){
-		"value":      func() (slot, []any) { return Value[int]("c").newSlot(), []any{1} },
-		"reduce":     func() (slot, []any) { return Reduce("c", func(a, b []any) []any { return append(a, b...) }).newSlot(), []any{[]any{1}} },
+		"value": func() (slot, []any) { return Value[int]("c").newSlot(), []any{1} },
+		"reduce": func() (slot, []any) {
+			return Reduce("c", func(a, b []any) []any { return append(a, b...) }).newSlot(), []any{[]any{1}}
+		},
 		"topic":      func() (slot, []any) { return Topic[int]("c", nil).newSlot(), []any{1, 2} },
 		"accumulate": func() (slot, []any) { return Topic[int]("c", &TopicOptions{Accumulate: true}).newSlot(), []any{1} },
 		"ephemeral":  func() (slot, []any) { return Ephemeral[string]("c").newSlot(), []any{"x"} },
-		"messages":   func() (slot, []any) { return Messages[llm.Message]("c").newSlot(), []any{[]llm.Message{llm.Human("hi")}} },
-		"trigger":    func() (slot, []any) { return &trigger{}, []any{true} },
-		"deferred":   func() (slot, []any) { return &trigger{afterFinish: true}, []any{true} },
-		"barrier":    func() (slot, []any) { return &barrier{names: []string{"a", "b"}}, []any{"a", "b"} },
-		"half":       func() (slot, []any) { return &barrier{names: []string{"a", "b"}}, []any{"a"} },
-		"deferjoin":  func() (slot, []any) { return &barrier{names: []string{"a"}, afterFinish: true}, []any{"a"} },
-		"start":      func() (slot, []any) { return &startSlot{}, []any{[]write{{ch: "x", v: 1}}} },
-		"sends":      func() (slot, []any) { return &sendsSlot{}, []any{Send{Node: "n"}} },
+		"messages": func() (slot, []any) {
+			return Messages[llm.Message]("c").newSlot(), []any{[]llm.Message{llm.Human("hi")}}
+		},
+		"trigger":   func() (slot, []any) { return &trigger{}, []any{true} },
+		"deferred":  func() (slot, []any) { return &trigger{afterFinish: true}, []any{true} },
+		"barrier":   func() (slot, []any) { return &barrier{names: []string{"a", "b"}}, []any{"a", "b"} },
+		"half":      func() (slot, []any) { return &barrier{names: []string{"a", "b"}}, []any{"a"} },
+		"deferjoin": func() (slot, []any) { return &barrier{names: []string{"a"}, afterFinish: true}, []any{"a"} },
+		"start":     func() (slot, []any) { return &startSlot{}, []any{[]write{{ch: "x", v: 1}}} },
+		"sends":     func() (slot, []any) { return &sendsSlot{}, []any{Send{Node: "n"}} },
 	}
 	for name, mk := range slots {
 		s, ws := mk()
