@@ -432,7 +432,7 @@ func (r *run) prepare() []*task {
 				}
 			}
 		}
-		sort.Slice(candidates, func(i, j int) bool { return candidates[i].name < candidates[j].name })
+		slices.SortFunc(candidates, func(a, b *node) int { return strings.Compare(a.name, b.name) })
 	}
 	for _, n := range candidates {
 		if !r.triggered(n) {
@@ -574,8 +574,21 @@ func taskLess(a, b *task) bool {
 // apply folds the writes of a finished step into the channels. It returns
 // the channels that changed.
 func (r *run) apply(tasks []*task, bumpStep bool) error {
-	sorted := slices.Clone(tasks)
-	sort.SliceStable(sorted, func(i, j int) bool { return taskLess(sorted[i], sorted[j]) })
+	// In task order; a step of one task (most steps of a sequential graph)
+	// needs no sorted copy.
+	sorted := tasks
+	if len(tasks) > 1 {
+		sorted = slices.Clone(tasks)
+		slices.SortStableFunc(sorted, func(a, b *task) int {
+			switch {
+			case taskLess(a, b):
+				return -1
+			case taskLess(b, a):
+				return 1
+			}
+			return 0
+		})
+	}
 	for _, t := range sorted {
 		if len(t.triggers) == 0 {
 			continue
