@@ -64,16 +64,18 @@ func (c *MessagesChannel[M]) Get(s State) []M { v, _ := lookup[[]M](s, c.name); 
 func (c *MessagesChannel[M]) Write(msgs ...M) Update {
 	ops := make([]msgOp[M], len(msgs))
 	for i, m := range msgs {
-		if r, ok := any(m).(messageRemover); ok && r.RemovesMessage() {
+		ops[i].Msg = m
+		// Asked through a pointer into ops: boxing the message itself in an
+		// interface would copy it to the heap.
+		if r, ok := any(&ops[i].Msg).(messageRemover); ok && r.RemovesMessage() {
 			ops[i] = msgOp[M]{Remove: m.MessageID()}
 			continue
 		}
 		// The id is given now rather than when the write is applied, so the
 		// message streams, is saved and is stored under one id.
 		if m.MessageID() == "" {
-			m = m.WithMessageID(ids.Random())
+			ops[i].Msg = m.WithMessageID(ids.Random())
 		}
-		ops[i] = msgOp[M]{Msg: m}
 	}
 	return writeOf(c.name, msgOps[M](ops))
 }
