@@ -479,8 +479,8 @@ func (r *run) runStepTask(stepCtx context.Context, t *task, sem chan struct{}, c
 // commit records a finished task: its pending writes and its events.
 func (r *run) commit(t *task) {
 	t.committed = true
-	var pc *parentCommand
-	if errors.As(t.err, &pc) {
+	// isParent's target escapes to the heap: asked only of a failed task.
+	if t.err != nil && isParent(t.err) {
 		return
 	}
 	if r.saver != nil && r.opts.Durability != DurabilityExit {
