@@ -17,7 +17,7 @@ func TestRandLettersCoverAlphabet(t *testing.T) {
 			t.Errorf("letter %c never drawn in 2000", c)
 		}
 	}
-	if randString(64) == randString(64) {
+	if a, b := randString(64), randString(64); a == b {
 		t.Error("two random strings are equal")
 	}
 	ls := randLetters(500)
