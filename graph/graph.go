@@ -47,6 +47,9 @@ type node struct {
 	sub      *Graph
 	opts     NodeOptions
 	triggers []string
+	// trigger is the node's own trigger channel (triggerName), named once
+	// here rather than at every Goto or routed edge to it.
+	trigger  string
 	edges    []write
 	branches []*branchSpec
 	// inputs are channels Sends to the node may carry beyond the graph's.
@@ -115,6 +118,7 @@ func compile(b *Builder, co CompileOptions) *Graph {
 		spec := b.nodes[name]
 		n := &node{name: name, fn: spec.fn, sub: spec.sub, opts: spec.opts}
 		trig := triggerName(name)
+		n.trigger = trig
 		deferred := spec.opts.Defer
 		g.decls[trig] = &internalChannel{trig, func() slot { return &trigger{afterFinish: deferred} }}
 		n.triggers = []string{trig}

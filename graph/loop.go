@@ -866,10 +866,11 @@ func (r *run) routeWrites(ctx context.Context, t *task, u Update) error {
 		if to == END {
 			continue
 		}
-		if r.g.nodes[to] == nil || to == START {
+		n := r.g.nodes[to]
+		if n == nil || to == START {
 			return &NodeError{Node: nodeName, TaskID: t.id, Err: fmt.Errorf("%w: Goto names unknown node %q", ErrInvalidUpdate, to)}
 		}
-		ws = append(ws, write{triggerName(to), true})
+		ws = append(ws, write{n.trigger, true})
 	}
 	for _, sd := range u.sends {
 		if err := r.checkSend(sd); err != nil {
@@ -925,10 +926,11 @@ func (r *run) branchWrites(br *branchSpec, route Route) ([]write, error) {
 		if dest == END {
 			continue
 		}
-		if r.g.nodes[dest] == nil || dest == START {
+		n := r.g.nodes[dest]
+		if n == nil || dest == START {
 			return nil, fmt.Errorf("%w: the router of conditional edges from %q returned unknown node %q", ErrInvalidUpdate, br.from, dest)
 		}
-		ws = append(ws, write{triggerName(dest), true})
+		ws = append(ws, write{n.trigger, true})
 	}
 	for _, sd := range route.sends {
 		if err := r.checkSend(sd); err != nil {

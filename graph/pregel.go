@@ -77,7 +77,9 @@ type channelState struct {
 	updated    []string
 	updatedAll bool
 	// snapshot caches the state view of the current step (state()).
-	snapshot *State
+	snapshot State
+	// snapshotOK says snapshot holds the current step's view.
+	snapshotOK bool
 }
 
 // stepLoop is where the step loop stands and how the run began.
@@ -337,14 +339,14 @@ func (r *run) restore(tp *checkpoint.Tuple) error {
 	r.lastSaved = cp.ID
 	r.pending = tp.PendingWrites
 	r.step = tp.Metadata.Step + 1
-	r.snapshot = nil
+	r.snapshot, r.snapshotOK = State{}, false
 	return nil
 }
 
 // state returns the step's state view of the graph's state channels.
 func (r *run) state() State {
-	if r.snapshot != nil {
-		return *r.snapshot
+	if r.snapshotOK {
+		return r.snapshot
 	}
 	m := make(map[string]any, len(r.g.stateKeys))
 	for _, k := range r.g.stateKeys {
@@ -352,9 +354,8 @@ func (r *run) state() State {
 			m[k] = v
 		}
 	}
-	s := State{values: m}
-	r.snapshot = &s
-	return s
+	r.snapshot, r.snapshotOK = State{values: m}, true
+	return r.snapshot
 }
 
 func (r *run) output(interrupts []Interruption) State {
@@ -691,7 +692,7 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 	sort.Strings(updated)
 	r.updated = updated
 	r.updatedAll = false
-	r.snapshot = nil
+	r.snapshot, r.snapshotOK = State{}, false
 	return nil
 }
 
