@@ -126,6 +126,13 @@ func serve(ctx context.Context, c serveConfig) error {
 		return err
 	}
 	defer closeOps()
+	if c.ops.pprofAddr != "" {
+		stop, err := servePprof(c.ops.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	mode, err := toolMode(c.tools, c.toolsFrom)
 	if err != nil {
 		return err

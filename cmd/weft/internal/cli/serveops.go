@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -39,6 +41,8 @@ type opsConfig struct {
 	logRequests bool
 	redisURL    string
 	redisPrefix string
+	// pprofAddr serves net/http/pprof on a listener of its own.
+	pprofAddr string
 }
 
 func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
@@ -50,6 +54,33 @@ func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
 	f.StringVar(&c.redisURL, "redis", "", "a Redis, redis://[user:password@]host:port/db, that several weft serve processes on one PostgreSQL database share runs' streams (and --rate-limit) through (default $"+redisEnv+"; none: each process streams the runs it executes)")
 	f.StringVar(&c.redisPrefix, "redis-prefix", server.DefaultBrokerPrefix, "the prefix of the keys of runs' streams in --redis: the processes serving one database share one")
 	f.BoolVar(&c.logRequests, "log-requests", true, "log one line per request: method, route, status, duration, user, thread, run")
+	f.StringVar(&c.pprofAddr, "pprof", "", "serve Go's profiles (net/http/pprof, under /debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060, apart from --addr; none by default")
+}
+
+// servePprof serves net/http/pprof on addr, a loopback address of its
+// own, until the returned stop is called.
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof %q: %w; expected HOST:PORT on loopback, e.g. 127.0.0.1:6060", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--pprof %q: profiles show the process's memory and code; expected a loopback address, e.g. 127.0.0.1:6060", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("weft serve: profiles served", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { _ = hs.Close() }, nil
 }
 
 // ErrInsecureAddr means --addr listens beyond loopback without
