@@ -467,7 +467,7 @@ const markRunningAfter = 100 * time.Millisecond
 // markRunning records that a run is executing. A run whose record says
 // otherwise (cancelled from another process, or taken over) stops.
 func (m *manager) markRunning(lr *liveRun) {
-	ok, err := m.s.rec.MarkRunning(lr.ctx, lr.rec.ID, m.worker)
+	ok, err := m.s.rec.MarkRunning(lr.ctx, lr.rec.ThreadID, lr.rec.ID, m.worker)
 	switch {
 	case err != nil && lr.ctx.Err() == nil:
 		m.s.log.Warn("server: recording a run as running", "run_id", lr.rec.ID, "err", err)
@@ -757,7 +757,7 @@ func (m *manager) dropTemporary(ctx context.Context, rec records.Run, lease *che
 func (m *manager) rollback(ctx context.Context, lr *liveRun, lease *checkpoint.Lease) {
 	rec := lr.rec
 	m.record(rec.ID, "deleting a rolled back run", func() error {
-		return m.s.rec.RemoveRun(ctx, rec.ID)
+		return m.s.rec.RemoveRun(ctx, rec.ThreadID, rec.ID)
 	})
 	values, interrupts := json.RawMessage(nil), json.RawMessage(nil)
 	if err := m.rewind(ctx, rec, lease); err != nil {

@@ -66,7 +66,7 @@ func (s *Store) CreateAssistant(ctx context.Context, a Assistant, doNothing bool
 	now := s.now()
 	a.Version, a.CreatedAt, a.UpdatedAt = 1, now, now
 	var out Assistant
-	err := s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, "", func(tx Tx) error {
 		n, err := s.exec(ctx, tx, `INSERT INTO weft_server_assistants (`+assistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (assistant_id) DO NOTHING`,
 			a.ID, a.Owner, a.GraphID, a.Name, nullString(a.Description), string(a.Config), string(a.Context), string(a.Metadata), int64(a.Version), micros(now), micros(now))
 		if err != nil {
@@ -147,7 +147,7 @@ func (s *Store) ownAssistant(ctx context.Context, tx Tx, user, id string) (Assis
 // version.
 func (s *Store) PatchAssistant(ctx context.Context, user, id string, p AssistantPatch) (Assistant, error) {
 	var out Assistant
-	err := s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, "", func(tx Tx) error {
 		a, err := s.ownAssistant(ctx, tx, user, id)
 		if err != nil {
 			return err
@@ -189,7 +189,7 @@ func (s *Store) PatchAssistant(ctx context.Context, user, id string, p Assistant
 
 // DeleteAssistant deletes user's assistant and its versions.
 func (s *Store) DeleteAssistant(ctx context.Context, user, id string) error {
-	return s.write(ctx, func(tx Tx) error {
+	return s.write(ctx, "", func(tx Tx) error {
 		if _, err := s.ownAssistant(ctx, tx, user, id); err != nil {
 			return err
 		}
@@ -343,7 +343,7 @@ func (s *Store) AssistantVersions(ctx context.Context, user, id string, metadata
 // SetLatestVersion makes version the current version of user's assistant.
 func (s *Store) SetLatestVersion(ctx context.Context, user, id string, version int) (Assistant, error) {
 	var out Assistant
-	err := s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, "", func(tx Tx) error {
 		a, err := s.ownAssistant(ctx, tx, user, id)
 		if err != nil {
 			return err

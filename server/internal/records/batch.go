@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"sync"
 	"time"
 )
@@ -14,6 +15,17 @@ import (
 // so nothing is acknowledged before it is durable, but a server with many
 // runs pays one commit (one turn at SQLite's write lock, one WAL flush in
 // PostgreSQL) for many writes.
+//
+// With several committers (PostgreSQL), each has a queue of its own and a
+// write goes to the committer its key (the thread it writes) names: the
+// writes of one thread are committed one transaction after the other.
+// Two committers' transactions then never lock the same thread's or run's
+// rows; otherwise one transaction holding a run's row (say, a run marked
+// running) while it waits for a thread's row that another holds (the
+// run's end, in another committer's batch) deadlocks until PostgreSQL's
+// deadlock_timeout (1 s by default) aborts one, and every write of the
+// aborted batch is tried again alone: a stall of a second or more for
+// every run in those batches.
 
 // maxBatch bounds the writes of one transaction.
 const maxBatch = 128
@@ -29,29 +41,43 @@ type writeOp struct {
 type batcher struct {
 	db      DB
 	timeout time.Duration
-	q       chan *writeOp
+	// lanes are the committers' queues, one each.
+	lanes   []chan *writeOp
 	stop    chan struct{}
 	stopped sync.Once
 	wg      sync.WaitGroup
 }
 
 func newBatcher(db DB, committers int, timeout time.Duration) *batcher {
-	b := &batcher{db: db, timeout: timeout, q: make(chan *writeOp, 4*maxBatch), stop: make(chan struct{})}
-	for range max(committers, 1) {
+	b := &batcher{db: db, timeout: timeout, stop: make(chan struct{})}
+	b.lanes = make([]chan *writeOp, max(committers, 1))
+	for i := range b.lanes {
+		b.lanes[i] = make(chan *writeOp, 4*maxBatch)
 		b.wg.Add(1)
-		go b.loop()
+		go b.loop(b.lanes[i])
 	}
 	return b
+}
+
+// lane is the index of the committer of the writes keyed key.
+func (b *batcher) lane(key string) int {
+	if len(b.lanes) == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(len(b.lanes)))
 }
 
 // ErrClosed means the store was closed while a write waited, or before.
 var ErrClosed = errors.New("records: the store is closed")
 
-// do queues fn and waits until it is committed, or failed.
-func (b *batcher) do(ctx context.Context, fn func(Tx) error) error {
+// do queues fn, a write of the thread key (or, "", of none), and waits
+// until it is committed, or failed.
+func (b *batcher) do(ctx context.Context, key string, fn func(Tx) error) error {
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
-	case b.q <- op:
+	case b.lanes[b.lane(key)] <- op:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-b.stop:
@@ -76,22 +102,25 @@ func (b *batcher) do(ctx context.Context, fn func(Tx) error) error {
 func (b *batcher) close() {
 	b.stopped.Do(func() { close(b.stop) })
 	b.wg.Wait()
-	for {
-		select {
-		case op := <-b.q:
-			op.done <- ErrClosed
-		default:
-			return
+	for _, q := range b.lanes {
+	drain:
+		for {
+			select {
+			case op := <-q:
+				op.done <- ErrClosed
+			default:
+				break drain
+			}
 		}
 	}
 }
 
-func (b *batcher) loop() {
+func (b *batcher) loop(q chan *writeOp) {
 	defer b.wg.Done()
 	batch := make([]*writeOp, 0, maxBatch)
 	for {
 		select {
-		case op := <-b.q:
+		case op := <-q:
 			batch = append(batch[:0], op)
 		case <-b.stop:
 			return
@@ -99,7 +128,7 @@ func (b *batcher) loop() {
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case op := <-b.q:
+			case op := <-q:
 				batch = append(batch, op)
 			default:
 				break fill

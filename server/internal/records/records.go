@@ -161,12 +161,13 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// write runs fn in a bounded write transaction, shared with the other
-// writes queued at the moment (see batch.go).
-func (s *Store) write(ctx context.Context, fn func(Tx) error) error {
+// write runs fn, a write of thread threadID's rows (its thread's and its
+// runs'; "" for a write of no one thread), in a bounded write transaction,
+// shared with the other writes queued at the moment (see batch.go).
+func (s *Store) write(ctx context.Context, threadID string, fn func(Tx) error) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.batch.do(ctx, fn)
+	return s.batch.do(ctx, threadID, fn)
 }
 
 // read runs fn in a bounded read transaction.

@@ -278,10 +278,10 @@ func TestRuns(t *testing.T) {
 		if err != nil || len(inflight) != 1 || inflight[0].ID != "r1" {
 			t.Fatalf("enqueue: %v, inflight %v", err, inflight)
 		}
-		if ok, err := s.MarkRunning(ctx, "r1", "w1"); err != nil || !ok {
+		if ok, err := s.MarkRunning(ctx, "t", "r1", "w1"); err != nil || !ok {
 			t.Fatalf("MarkRunning: %v, %v", ok, err)
 		}
-		if ok, _ := s.MarkRunning(ctx, "r1", "w2"); ok {
+		if ok, _ := s.MarkRunning(ctx, "t", "r1", "w2"); ok {
 			t.Error("another worker marked the run running")
 		}
 		active, err := s.ActiveRuns(ctx, "t")
@@ -424,7 +424,7 @@ func TestRecovery(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.MarkRunning(ctx, "r0", "dead"); err != nil {
+		if _, err := s.MarkRunning(ctx, "t", "r0", "dead"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Heartbeat(ctx, "alive"); err != nil {
@@ -456,7 +456,7 @@ func TestRecovery(t *testing.T) {
 		}
 		// A shutdown gives its runs back as pending; a running one counts
 		// an attempt more.
-		if _, err := s.MarkRunning(ctx, "r1", "me"); err != nil {
+		if _, err := s.MarkRunning(ctx, "t", "r1", "me"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.ReleaseRuns(ctx, "me", []string{"r1"}); err != nil {

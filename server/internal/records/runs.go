@@ -63,7 +63,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
 	run.Status, run.Attempt, run.CreatedAt, run.UpdatedAt = RunPending, 1, now, now
 	run.Kwargs = object(run.Kwargs)
 	var inflight []Run
-	err := s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, run.ThreadID, func(tx Tx) error {
 		inflight = nil
 		t, found, err := queryOne(ctx, s, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`+s.d.ForUpdate, []any{run.ThreadID, run.Owner}, scanThread)
 		if err != nil {
@@ -213,12 +213,13 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]Run, error) {
 	return out, err
 }
 
-// MarkRunning records that the worker started run runID: its status
+// MarkRunning records that the worker started run runID of thread
+// threadID: its status
 // becomes running. It reports false when the run is no longer pending
 // with this worker (cancelled, deleted, or taken over).
-func (s *Store) MarkRunning(ctx context.Context, runID, worker string) (bool, error) {
+func (s *Store) MarkRunning(ctx context.Context, threadID, runID, worker string) (bool, error) {
 	var n int64
-	err := s.write(ctx, func(tx Tx) (err error) {
+	err := s.write(ctx, threadID, func(tx Tx) (err error) {
 		n, err = s.exec(ctx, tx, `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status IN ('pending', 'running')`,
 			RunRunning, micros(s.now()), runID, worker)
 		return err
@@ -245,7 +246,7 @@ type Finish struct {
 // all the same. It reports whether the run's status was written.
 func (s *Store) FinishRun(ctx context.Context, f Finish) (bool, error) {
 	var n int64
-	err := s.write(ctx, func(tx Tx) (err error) {
+	err := s.write(ctx, f.ThreadID, func(tx Tx) (err error) {
 		now := micros(s.now())
 		n, err = s.exec(ctx, tx, `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status IN ('pending', 'running')`,
 			f.Status, now, f.RunID, f.Worker)
@@ -284,7 +285,7 @@ func (s *Store) settleThread(ctx context.Context, tx Tx, threadID, runID, status
 // status is recomputed.
 func (s *Store) CancelPending(ctx context.Context, owner, threadID string, runIDs []string, remove bool) ([]string, error) {
 	var done []string
-	err := s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, threadID, func(tx Tx) error {
 		done = nil
 		now := micros(s.now())
 		for _, id := range runIDs {
@@ -321,7 +322,7 @@ func (s *Store) CancelPending(ctx context.Context, owner, threadID string, runID
 // DeleteRun deletes owner's run; a run still pending or running cannot be
 // deleted (ErrBusy).
 func (s *Store) DeleteRun(ctx context.Context, owner, threadID, runID string) error {
-	return s.write(ctx, func(tx Tx) error {
+	return s.write(ctx, threadID, func(tx Tx) error {
 		var run Run
 		found, err := s.getRun(ctx, tx, owner, threadID, runID, &run)
 		if err != nil {
@@ -338,9 +339,10 @@ func (s *Store) DeleteRun(ctx context.Context, owner, threadID, runID string) er
 	})
 }
 
-// RemoveRun deletes a run whatever its status: a rollback's end.
-func (s *Store) RemoveRun(ctx context.Context, runID string) error {
-	return s.write(ctx, func(tx Tx) error {
+// RemoveRun deletes run runID of thread threadID whatever its status: a
+// rollback's end.
+func (s *Store) RemoveRun(ctx context.Context, threadID, runID string) error {
+	return s.write(ctx, threadID, func(tx Tx) error {
 		_, err := s.exec(ctx, tx, `DELETE FROM weft_server_runs WHERE run_id = $1`, runID)
 		return err
 	})
@@ -365,7 +367,7 @@ func (s *Store) ActiveRuns(ctx context.Context, threadID string) ([]Run, error) 
 
 // Heartbeat records that worker is alive.
 func (s *Store) Heartbeat(ctx context.Context, worker string) error {
-	return s.write(ctx, func(tx Tx) error {
+	return s.write(ctx, "", func(tx Tx) error {
 		now := micros(s.now())
 		_, err := s.exec(ctx, tx, `INSERT INTO weft_server_workers (worker_id, started_at, heartbeat_at) VALUES ($1, $2, $2)
 ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, worker, now)
@@ -376,7 +378,7 @@ ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`, wor
 // RemoveWorker forgets worker: its runs pending or running are at once
 // the others' to take over.
 func (s *Store) RemoveWorker(ctx context.Context, worker string) error {
-	return s.write(ctx, func(tx Tx) error {
+	return s.write(ctx, "", func(tx Tx) error {
 		_, err := s.exec(ctx, tx, `DELETE FROM weft_server_workers WHERE worker_id = $1`, worker)
 		return err
 	})
@@ -389,7 +391,7 @@ func (s *Store) RemoveWorker(ctx context.Context, worker string) error {
 // processes may claim at once: each run goes to one of them.
 func (s *Store) ClaimOrphans(ctx context.Context, worker string, ttl time.Duration, limit int) ([]Run, error) {
 	var out []Run
-	err := s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, "", func(tx Tx) error {
 		out = nil
 		now := s.now()
 		err := s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE status IN ('pending', 'running') AND worker <> $1
@@ -425,7 +427,7 @@ func (s *Store) ReleaseRuns(ctx context.Context, worker string, ids []string) er
 	if len(ids) == 0 {
 		return nil
 	}
-	return s.write(ctx, func(tx Tx) error {
+	return s.write(ctx, "", func(tx Tx) error {
 		a := &args{}
 		ps := make([]string, len(ids))
 		for i, id := range ids {

@@ -52,7 +52,7 @@ func (s *Store) CreateThread(ctx context.Context, t Thread, doNothing bool) (Thr
 	t.Metadata, t.Config = object(t.Metadata), object(t.Config)
 	t.Values, t.Interrupts = nil, nil
 	var out Thread
-	err := s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, t.ID, func(tx Tx) error {
 		n, err := s.exec(ctx, tx, `INSERT INTO weft_server_threads (`+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL) ON CONFLICT (thread_id) DO NOTHING`,
 			t.ID, t.Owner, micros(now), micros(now), string(t.Metadata), string(t.Config), t.Status)
 		if err != nil {
@@ -97,7 +97,7 @@ func (s *Store) GetThread(ctx context.Context, owner, id string) (Thread, error)
 // merge: the keys given replace those stored) and returns the thread.
 func (s *Store) PatchThread(ctx context.Context, owner, id string, metadata json.RawMessage) (Thread, error) {
 	var t Thread
-	err := s.write(ctx, func(tx Tx) (err error) {
+	err := s.write(ctx, id, func(tx Tx) (err error) {
 		t, err = s.getThread(ctx, tx, owner, id)
 		if err != nil {
 			return err
@@ -115,7 +115,7 @@ func (s *Store) PatchThread(ctx context.Context, owner, id string, metadata json
 // SetThreadValues records a thread's values and interrupts after its
 // state was changed outside a run (a state update), and its status.
 func (s *Store) SetThreadValues(ctx context.Context, id, status string, values, interrupts json.RawMessage) error {
-	return s.write(ctx, func(tx Tx) error {
+	return s.write(ctx, id, func(tx Tx) error {
 		_, err := s.exec(ctx, tx, `UPDATE weft_server_threads SET state_values = $1, interrupts = $2, status = $3, updated_at = $4 WHERE thread_id = $5`,
 			nullable(values), nullable(interrupts), status, micros(s.now()), id)
 		return err
@@ -124,7 +124,7 @@ func (s *Store) SetThreadValues(ctx context.Context, id, status string, values, 
 
 // DeleteThread deletes owner's thread and its runs.
 func (s *Store) DeleteThread(ctx context.Context, owner, id string) error {
-	return s.write(ctx, func(tx Tx) error {
+	return s.write(ctx, id, func(tx Tx) error {
 		n, err := s.exec(ctx, tx, `DELETE FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`, id, owner)
 		if err != nil {
 			return err

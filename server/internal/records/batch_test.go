@@ -1,0 +1,132 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// laneDB is a DB whose transactions say which thread each write of theirs
+// is for (Exec "hold", key), so that a test sees two transactions open
+// at once on one thread's rows.
+type laneDB struct {
+	mu       sync.Mutex
+	open     map[string]int // open transactions holding each key
+	overlaps []string
+}
+
+type laneTx struct {
+	db   *laneDB
+	held []string
+}
+
+func (d *laneDB) Write(ctx context.Context, fn func(Tx) error) error {
+	tx := &laneTx{db: d}
+	err := fn(tx)
+	d.mu.Lock()
+	for _, k := range tx.held {
+		d.open[k]--
+	}
+	d.mu.Unlock()
+	return err
+}
+
+func (d *laneDB) Read(ctx context.Context, fn func(Tx) error) error { return fn(&laneTx{db: d}) }
+
+func (t *laneTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if query != "hold" {
+		return 0, nil // the batcher's savepoints
+	}
+	k := args[0].(string)
+	t.db.mu.Lock()
+	defer t.db.mu.Unlock()
+	if t.db.open[k] > 0 {
+		t.db.overlaps = append(t.db.overlaps, k)
+	}
+	t.db.open[k]++
+	t.held = append(t.held, k)
+	return 1, nil
+}
+
+func (t *laneTx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	return nil, fmt.Errorf("laneTx: no queries")
+}
+
+// Two committers' transactions never hold one thread's rows at once: a
+// write of a thread whose earlier write is in an open transaction waits
+// for that transaction's end, while the writes of other threads go on
+// through the other committers. (In PostgreSQL, a run's writes in two
+// committers' batches deadlocked each other until deadlock_timeout.)
+func TestBatcherKeepsAThreadToOneCommitter(t *testing.T) {
+	db := &laneDB{open: map[string]int{}}
+	b := newBatcher(db, 4, time.Minute)
+	defer b.close()
+	ctx := context.Background()
+	hold := func(key string) func(Tx) error {
+		return func(tx Tx) error {
+			_, err := tx.Exec(ctx, "hold", key)
+			return err
+		}
+	}
+	// A write of thread "a" stays in its transaction until released.
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- b.do(ctx, "a", func(tx Tx) error {
+			if err := hold("a")(tx); err != nil {
+				return err
+			}
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	// Another write of "a", then writes of threads on every other
+	// committer: once these are committed, a free committer would have
+	// taken the second write of "a" (queued before them) already.
+	second := make(chan error, 1)
+	go func() { second <- b.do(ctx, "a", hold("a")) }()
+	others := map[int]string{}
+	for i := 0; len(others) < len(b.lanes)-1; i++ {
+		k := fmt.Sprint("t", i)
+		if l := b.lane(k); l != b.lane("a") {
+			others[l] = k
+		}
+	}
+	var wg sync.WaitGroup
+	for _, k := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Several writes each, so that a committer idle now is
+			// busy with them for a while.
+			for range 20 {
+				if err := b.do(ctx, k, hold(k)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.overlaps) > 0 {
+		t.Errorf("transactions open at once on the rows of %v; want a thread's writes committed one transaction after the other", db.overlaps)
+	}
+	for k := range 1000 {
+		key := fmt.Sprint("thread-", k)
+		if b.lane(key) != b.lane(key) || b.lane(key) >= len(b.lanes) {
+			t.Fatalf("lane of %q unstable or out of range", key)
+		}
+	}
+}
