@@ -17,7 +17,8 @@ import (
 // with the extended protocol's unnamed statement (QueryExecModeExec), never
 // as named prepared statements, so it works behind PgBouncer in transaction
 // mode; a string that names default_query_exec_mode keeps its own choice.
-// The error is pgxpool's, for callers to wrap.
+// The pool holds up to DefaultMaxConns connections unless the string sets
+// pool_max_conns. The error is pgxpool's, for callers to wrap.
 func PoolConfig(url string) (*pgxpool.Config, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -26,8 +27,19 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 	if !strings.Contains(url, "default_query_exec_mode") {
 		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
+	if !strings.Contains(url, "pool_max_conns") {
+		pc.MaxConns = DefaultMaxConns
+	}
 	return pc, nil
 }
+
+// DefaultMaxConns is the most connections a pool opens unless its URL
+// sets pool_max_conns. pgxpool's own default, the number of CPUs but at
+// least 4, starves a server on a small machine: each write of a
+// checkpoint, a lease or a run's record holds a connection while its
+// commit waits for PostgreSQL's WAL flush, which costs the database
+// little CPU, so a few cores keep many more commits in flight.
+const DefaultMaxConns = 16
 
 // Describe names the database a configuration connects to, for errors:
 // `database "weft" on 10.0.0.5:5432 as user "app"`, never the password.

@@ -52,3 +52,20 @@ func TestExplain(t *testing.T) {
 		}
 	}
 }
+
+// A pool opens DefaultMaxConns connections unless its URL says how many.
+func TestPoolConfigMaxConns(t *testing.T) {
+	for url, want := range map[string]int32{
+		"postgres://u@localhost:5432/db":                   DefaultMaxConns,
+		"postgres://u@localhost:5432/db?pool_max_conns=3":  3,
+		"postgres://u@localhost:5432/db?pool_max_conns=40": 40,
+	} {
+		pc, err := PoolConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pc.MaxConns != want {
+			t.Errorf("%s: MaxConns %d, want %d", url, pc.MaxConns, want)
+		}
+	}
+}
