@@ -121,18 +121,28 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 			}
 		}
 	}
+	// The group's statements run under a context that cannot be
+	// cancelled, so that the driver does not watch each one with a
+	// goroutine of its own; the group's deadline is checked before each
+	// (sqldb.Cached's Bound), and a statement waiting for another
+	// process's lock is bounded by busy_timeout.
+	stmtCtx := context.WithoutCancel(ctx)
 	ran := false
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+groupSavepoint); err != nil {
+		if err := ctx.Err(); err != nil {
+			failed(err)
+			return
+		}
+		if _, err := tx.ExecContext(stmtCtx, "SAVEPOINT "+groupSavepoint); err != nil {
 			failed(err)
 			return
 		}
 		if r.err = s.call(ctx, tx, r); r.err != nil {
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO "+groupSavepoint); err != nil {
+			if _, err := tx.ExecContext(stmtCtx, "ROLLBACK TO "+groupSavepoint); err != nil {
 				// SQLite rolled the whole transaction back.
 				failed(err)
 				return
@@ -140,7 +150,7 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 		} else {
 			ran = true
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE "+groupSavepoint); err != nil {
+		if _, err := tx.ExecContext(stmtCtx, "RELEASE "+groupSavepoint); err != nil {
 			failed(err)
 			return
 		}
@@ -168,10 +178,11 @@ func (s *sqlDB) runAlone(r *writeReq) error {
 	return tx.Commit()
 }
 
-// call runs r's statements in tx, under ctx whatever context they name.
+// call runs r's statements in tx, bounded by ctx whatever context they
+// name.
 func (s *sqlDB) call(ctx context.Context, tx *sql.Tx, r *writeReq) error {
 	if r.raw != nil {
 		return r.raw(tx)
 	}
-	return r.fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts, Ctx: ctx}})
+	return r.fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts, Ctx: context.WithoutCancel(ctx), Bound: ctx}})
 }

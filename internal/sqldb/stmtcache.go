@@ -44,24 +44,39 @@ func (c *StmtCache) get(ctx context.Context, db *sql.DB, query string) *sql.Stmt
 // Cached runs a transaction's statements through a StmtCache: it is an
 // ExecQuerier for Std. With Ctx set, statements run under it instead of
 // the context they are given (a transaction shared by several callers,
-// which one caller's cancelling must not interrupt).
+// which one caller's cancelling must not interrupt). With Bound set,
+// each statement first checks that Bound has not ended, and fails with
+// its error if it has: a Ctx that cannot be cancelled
+// (context.WithoutCancel) and a Bound then bound the transaction between
+// statements, without the driver's watching each statement (the SQLite
+// driver starts a goroutine per statement run under a context that can
+// be cancelled, to interrupt it).
 type Cached struct {
 	Tx    *sql.Tx
 	DB    *sql.DB
 	Cache *StmtCache
 	Ctx   context.Context
+	Bound context.Context
 }
 
-func (c Cached) ctx(ctx context.Context) context.Context {
-	if c.Ctx != nil {
-		return c.Ctx
+func (c Cached) ctx(ctx context.Context) (context.Context, error) {
+	if c.Bound != nil {
+		if err := c.Bound.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return ctx
+	if c.Ctx != nil {
+		return c.Ctx, nil
+	}
+	return ctx, nil
 }
 
 // ExecContext runs a statement.
 func (c Cached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ctx = c.ctx(ctx)
+	ctx, err := c.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st := c.Cache.get(ctx, c.DB, query); st != nil {
 		return c.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -70,7 +85,10 @@ func (c Cached) ExecContext(ctx context.Context, query string, args ...any) (sql
 
 // QueryContext runs a query.
 func (c Cached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	ctx = c.ctx(ctx)
+	ctx, err := c.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st := c.Cache.get(ctx, c.DB, query); st != nil {
 		return c.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -80,7 +98,10 @@ func (c Cached) QueryContext(ctx context.Context, query string, args ...any) (*s
 // PrepareContext returns the cached statement bound to the transaction:
 // closing it leaves the cached one prepared.
 func (c Cached) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	ctx = c.ctx(ctx)
+	ctx, err := c.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st := c.Cache.get(ctx, c.DB, query); st != nil {
 		return c.Tx.StmtContext(ctx, st), nil
 	}

@@ -103,3 +103,30 @@ func TestCachedCtx(t *testing.T) {
 		}
 	})
 }
+
+// With Bound, statements run under Ctx while Bound lasts, and fail with
+// Bound's error once it ended, without running.
+func TestCachedBound(t *testing.T) {
+	db := openTemp(t)
+	var cache StmtCache
+	bound, cancel := context.WithCancel(context.Background())
+	inTx(t, db, func(tx *sql.Tx) {
+		c := Cached{Tx: tx, DB: db, Cache: &cache, Ctx: context.WithoutCancel(bound), Bound: bound}
+		if _, err := c.ExecContext(context.Background(), `INSERT INTO t (v) VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if _, err := c.ExecContext(context.Background(), `INSERT INTO t (v) VALUES (2)`); err != context.Canceled {
+			t.Errorf("exec after Bound ended: %v, want context.Canceled", err)
+		}
+		if _, err := c.QueryContext(context.Background(), `SELECT v FROM t`); err != context.Canceled {
+			t.Errorf("query after Bound ended: %v, want context.Canceled", err)
+		}
+		if _, err := c.PrepareContext(context.Background(), `SELECT v FROM t`); err != context.Canceled {
+			t.Errorf("prepare after Bound ended: %v, want context.Canceled", err)
+		}
+	})
+	if n := count(t, db); n != 1 {
+		t.Errorf("%d rows, want the one inserted before Bound ended", n)
+	}
+}
