@@ -201,20 +201,28 @@ func startSSE(w http.ResponseWriter) *sse {
 	return &sse{w: w, rc: rc}
 }
 
-// write sends a batch of events at once.
+// write sends a batch of events at once. Each event's data goes to the
+// response writer as it is, which buffers it (net/http's buffer of the
+// response): s.b holds only the short lines around it, so a stream keeps
+// no buffer as large as its largest batch (values events hold the whole
+// state).
 func (s *sse) write(evs []Event) error {
-	s.b = s.b[:0]
 	for _, ev := range evs {
-		s.b = append(s.b, "event: "...)
+		s.b = append(s.b[:0], "event: "...)
 		s.b = append(s.b, ev.Name...)
 		s.b = append(s.b, "\ndata: "...)
-		s.b = append(s.b, ev.Data...)
-		s.b = append(s.b, "\nid: "...)
+		if _, err := s.w.Write(s.b); err != nil {
+			return err
+		}
+		if _, err := s.w.Write(ev.Data); err != nil {
+			return err
+		}
+		s.b = append(s.b[:0], "\nid: "...)
 		s.b = strconv.AppendInt(s.b, int64(ev.ID), 10)
 		s.b = append(s.b, "\n\n"...)
-	}
-	if _, err := s.w.Write(s.b); err != nil {
-		return err
+		if _, err := s.w.Write(s.b); err != nil {
+			return err
+		}
 	}
 	return s.rc.Flush()
 }
