@@ -125,7 +125,8 @@ func TestBatcherKeepsAThreadToOneCommitter(t *testing.T) {
 	}
 	for k := range 1000 {
 		key := fmt.Sprint("thread-", k)
-		if b.lane(key) != b.lane(key) || b.lane(key) >= len(b.lanes) {
+		first, again := b.lane(key), b.lane(key)
+		if first != again || first >= len(b.lanes) {
 			t.Fatalf("lane of %q unstable or out of range", key)
 		}
 	}
