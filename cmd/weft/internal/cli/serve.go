@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -142,6 +143,13 @@ func serve(ctx context.Context, c serveConfig) error {
 	default:
 		return fmt.Errorf("--durability %q: want async, sync or exit", c.durability)
 	}
+	// Listen before opening the database and building the agents, so that
+	// a port already taken is told at once, before anything is created.
+	ln, err := listen(c.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // after Serve, a no-op
 	db, err := dburl.Open(ctx, c.dsn, dburl.Options{Source: c.dbSource})
 	if err != nil {
 		return err
@@ -171,11 +179,6 @@ func serve(ctx context.Context, c serveConfig) error {
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		_ = srv.Shutdown(context.Background())
-		return fmt.Errorf("--addr %s: %w", c.addr, err)
-	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -200,6 +203,20 @@ func serve(ctx context.Context, c serveConfig) error {
 	}
 	log.Info("weft serve: stopped")
 	return nil
+}
+
+// listen listens on addr, --addr. A port another program holds is told
+// as such, with what to do about it, since the default port, 2024, is
+// LangGraph's and often taken by another server.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--addr %s: another program is already listening there (%w); stop it, or pass --addr with another port, e.g. --addr 127.0.0.1:2098", addr, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--addr %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // WithUI returns the handler weft serve serves: api, with the web UI

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -184,6 +185,30 @@ func TestServeRefusesBeyondLoopback(t *testing.T) {
 		if _, _, err := execute(t, append([]string{"serve", "--db", filepath.Join(t.TempDir(), "weft.db")}, bad...)...); err == nil {
 			t.Errorf("weft serve %v started", bad)
 		}
+	}
+}
+
+// A port another program holds is told at once, as such, with the flag
+// that picks another, before the database is created.
+func TestServePortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	db := filepath.Join(t.TempDir(), "weft.db")
+	_, _, err = execute(t, "serve", "--addr", addr, "--db", db)
+	if err == nil {
+		t.Fatalf("weft serve --addr %s started on a port another program holds", addr)
+	}
+	for _, want := range []string{"--addr " + addr, "another program is already listening there", "address already in use", "pass --addr with another port"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the database was created before the port was found taken: %v", err)
 	}
 }
 
