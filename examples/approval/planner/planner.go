@@ -84,6 +84,10 @@ type PlanQuestion struct {
 	// Problem says what was wrong with the previous answer, when the
 	// question is asked again.
 	Problem string `json:"problem,omitempty"`
+	// Actions are the answers the question takes (approve, edit,
+	// reject), so that a client that does not know the planner (a web
+	// page's generic form) can offer them.
+	Actions []Action `json:"actions,omitempty"`
 }
 
 // QuestionOf reads a PlanQuestion from an interrupt's value: the value
@@ -173,7 +177,7 @@ func plan(ctx context.Context, s graph.State) (graph.Update, error) {
 // run is resumed the node runs again from its top, and its k-th Ask returns
 // the k-th answer, so earlier answers replay unchanged.
 func approve(ctx context.Context, s graph.State) (graph.Update, error) {
-	q := PlanQuestion{Goal: Goal.Get(s), Plan: Plan.Get(s)}
+	q := PlanQuestion{Goal: Goal.Get(s), Plan: Plan.Get(s), Actions: []Action{Approve, Edit, Reject}}
 	for {
 		d := graph.Ask[Decision](ctx, q)
 		switch d.Action {

@@ -86,7 +86,7 @@ func TestApprove(t *testing.T) {
 	s := newSession(t)
 	q := s.ask()
 	steps := planner.MakePlan(goal)
-	if diff := cmp.Diff(planner.PlanQuestion{Goal: goal, Plan: steps}, q); diff != "" {
+	if diff := cmp.Diff(planner.PlanQuestion{Goal: goal, Plan: steps, Actions: []planner.Action{planner.Approve, planner.Edit, planner.Reject}}, q); diff != "" {
 		t.Fatalf("question (-want +got):\n%s", diff)
 	}
 	if next := s.state().Next; !cmp.Equal(next, []string{planner.NodeApprove}) {

@@ -56,9 +56,21 @@ function kindOf(v) {
  * fieldsFor(value): the editable fields of a payload: one per key of an
  * object (nested objects and lists as JSON), or one for a scalar.
  */
+// offeredActions: the answers an interrupt says it takes, as a list of
+// strings in its "actions" field (the approval planner's question, say);
+// the form offers each as a button that answers {action}.
+function offeredActions(value) {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return [];
+  const a = value.actions;
+  return Array.isArray(a) && a.length > 0 && a.every((x) => typeof x === "string" && x !== "") ? a : [];
+}
+
 function fieldsFor(value) {
   if (value && typeof value === "object" && !Array.isArray(value)) {
-    return Object.entries(value).map(([key, v]) => ({ key, kind: kindOf(v), value: v }));
+    const skip = offeredActions(value).length > 0 ? "actions" : null;
+    return Object.entries(value)
+      .filter(([key]) => key !== skip)
+      .map(([key, v]) => ({ key, kind: kindOf(v), value: v }));
   }
   return [{ key: null, kind: kindOf(value), value }];
 }
@@ -120,6 +132,19 @@ function genericForm(container, interrupt, ctx) {
       busy(false);
     }
   };
+
+  // The answers the interrupt offers, one button each.
+  const actions = offeredActions(value);
+  if (actions.length > 0) {
+    box.appendChild(h("p", { class: "muted", text: t("interrupt.actionsHelp") }));
+    const row = h("div", { class: "actions", "data-testid": "interrupt-actions" });
+    actions.forEach((a, i) =>
+      row.appendChild(
+        h("button", { type: "button", class: i === 0 ? "primary" : null, "data-testid": `interrupt-action-${a}`, text: a, onclick: () => submit({ action: a }) }),
+      ),
+    );
+    box.appendChild(row);
+  }
 
   // The payload, as a form of its fields.
   const fields = fieldsFor(value);

@@ -466,3 +466,27 @@ func TestReloadDuringRun(t *testing.T) {
 		t.Errorf("the first reply shows %d times", n)
 	}
 }
+
+// An interrupt that lists the answers it takes (the approval planner's
+// question has "actions") gets a button for each, which answers
+// {"action": ...}: a person approves a plan in one click without writing
+// JSON.
+func TestInterruptOfferedActions(t *testing.T) {
+	s := startServer(t, nil)
+	p := newPage(t, nil)
+	p.open(s.URL + "/")
+	p.pick("approval")
+	p.chat("plan the team offsite")
+	p.waitFor("the offered actions", `!!document.querySelector('[data-testid="interrupt-actions"]') && document.body.dataset.run === "idle"`)
+	buttons := eval[[]string](p, `[...document.querySelectorAll('[data-testid="interrupt-actions"] button')].map(b => b.textContent)`)
+	if strings.Join(buttons, ",") != "approve,edit,reject" {
+		t.Errorf("action buttons = %v, want approve,edit,reject", buttons)
+	}
+	labels := eval[[]string](p, `[...document.querySelectorAll('[data-testid="interrupt-form"] label')].map(l => l.textContent)`)
+	if strings.Join(labels, ",") != "goal,plan" {
+		t.Errorf("form fields = %v, want goal,plan (the actions are buttons, not a field)", labels)
+	}
+	p.click(testid("interrupt-action-approve"))
+	p.waitFor("the resumed run's end", `document.getElementById("run-status").dataset.status === "done" && document.getElementById("interrupts").hidden`)
+	p.waitFor("the state after the approval", `(document.querySelector('[data-testid="state-values"]') || {}).textContent.includes('"approved": true')`)
+}
