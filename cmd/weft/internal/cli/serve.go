@@ -30,7 +30,6 @@ import (
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/providers"
-	"github.com/weftlabs/weft/llm/scripted"
 	"github.com/weftlabs/weft/server"
 	"github.com/weftlabs/weft/server/webui"
 	"github.com/weftlabs/weft/store"
@@ -345,7 +344,7 @@ func exampleGraphs(ctx context.Context, gc graphsConfig, mode react.Mode, tel *t
 				log.Warn("weft serve: not serving "+e.Name+": no --model, and its offline demo script cannot be read (run from the repository's root, or pass --model)", "script", demo, "err", err)
 				continue
 			}
-			log.Warn("weft serve: " + e.Name + " answers with its offline scripted demo model (" + demo + "), the same replies in turn whatever is asked, not a real model; pass --model or set $" + modelEnv + " for one")
+			log.Warn("weft serve: " + e.Name + " answers with its offline scripted demo model (" + demo + "), the same replies in turn in each conversation whatever is asked, not a real model; pass --model or set $" + modelEnv + " for one")
 			m = tel.WrapModel(dm, "scripted:"+demo)
 		}
 		if gc.wrap != nil {
@@ -391,8 +390,9 @@ func exampleGraphs(ctx context.Context, gc graphsConfig, mode react.Mode, tel *t
 	return out, closeAll, nil
 }
 
-// loopingScript loads a demo script to play over and over, one
-// conversation after another.
+// loopingScript loads a demo script to play over and over within each
+// conversation: every thread hears it from its top (threadScripts), and a
+// thread that goes on past its end hears it again.
 func loopingScript(path string) (llm.ChatModel, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -406,5 +406,9 @@ func loopingScript(path string) (llm.ChatModel, error) {
 	if data, err = yaml.Marshal(doc); err != nil {
 		return nil, err
 	}
-	return scripted.Parse(data)
+	ts, err := newThreadScripts(data)
+	if err != nil {
+		return nil, fmt.Errorf("script %s: %w", path, err)
+	}
+	return threadScripted{s: ts}, nil
 }

@@ -94,7 +94,7 @@ func TestThreadsListAndShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	inOrder(t, "threads show plan", out, "thread      plan\n", "graph       approval\n", "next        approve\n",
-		`waiting     {"goal":"plan a team offsite","plan":[`, "continue    go run ./examples/approval --thread plan --db "+db+"\n")
+		`waiting     {"actions":["approve","edit","reject"],"goal":"plan a team offsite","plan":[`, "continue    go run ./examples/approval --thread plan --db "+db+"\n")
 
 	out, _, err = execute(t, "threads", "show", "talk")
 	if err != nil {
