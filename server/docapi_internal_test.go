@@ -155,7 +155,7 @@ func FuzzDocAPIDecoders(f *testing.F) {
 		`{"user_input":""}`, `{"user_input":"a","input":{}}`, `{"timeout":-1,"user_input":"x"}`, `{"input":[1]}`,
 		`{"user_action":"accept"}`, `{"user_action":"edit","edited_content":[{"id":"t1"}]}`, `{"resume":{"action":"x"},"user_action":"y"}`,
 		`{"type":"hitl_response","data":{"action":"accept"}}`, `{"type":"ping"}`, `{"type":"hitl_response","interrupt_id":"x","data":1}`,
-		`{"type":5}`, `[]`, `null`, `"x"`, `{not json`, ``, `{"metadata":[]}`,
+		`{"type":5}`, `[]`, `null`, `"x"`, `{not json`, ``, `{"metadata":[]}`, `{"user_input":"hi","sesion_id":"x"}`, `{"":1,"user_action":"accept"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -296,5 +296,22 @@ func TestDocAPIWatch(t *testing.T) {
 	d.shutdown(context.Background())
 	if d.openSocket() {
 		t.Error("a socket opened after the shutdown")
+	}
+}
+
+// The document API's bodies are strict: a key the request does not take is
+// refused, named, with the keys it takes, so that a misspelt session_id
+// does not silently start a new session.
+func TestDocAPIRefusesUnknownFields(t *testing.T) {
+	_, err := decodeAgentRun([]byte(`{"user_input":"hi","sesion_id":"5a791b3a-ac51-4ff1-a47a-2ffb3377d4d2"}`))
+	out := errorOut(err)
+	if err == nil || out.Field != "sesion_id" || !strings.Contains(out.Message, "session_id") || classify(err).Status != http.StatusBadRequest && classify(err).Status != http.StatusUnprocessableEntity {
+		t.Errorf("agent run with sesion_id: err %v, field %q, message %q", err, out.Field, out.Message)
+	}
+	if _, err := decodeApprove([]byte(`{"user_action":"accept","bogus":1}`)); err == nil || errorOut(err).Field != "bogus" {
+		t.Errorf("approve with bogus: %v, want an error naming bogus", err)
+	}
+	if _, err := decodeAgentRun([]byte(`{"user_input":"hi","session_id":"5a791b3a-ac51-4ff1-a47a-2ffb3377d4d2","assistant_id":"career","metadata":{},"timeout":5}`)); err != nil {
+		t.Errorf("a request with every known field: %v", err)
 	}
 }

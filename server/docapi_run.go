@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ func decodeAgentRun(body []byte) (agentRunRequest, error) {
 	if err := api.Decode(body, &req); err != nil {
 		return req, err
 	}
+	if err := refuseUnknown(body, &req); err != nil {
+		return req, err
+	}
 	hasInput := len(req.Input) > 0 && string(req.Input) != "null"
 	switch {
 	case req.UserInput == nil && !hasInput:
@@ -75,6 +79,40 @@ func decodeAgentRun(body []byte) (agentRunRequest, error) {
 		return req, invalidField("timeout", "want seconds above 0 and at most %g, got %g", MaxAgentRunWait.Seconds(), *req.Timeout)
 	}
 	return req, nil
+}
+
+// refuseUnknown names a key of body's object that the request type dst
+// (a pointer to a struct) does not take: a misspelt "sesion_id" would
+// otherwise start a new session silently. The document API is weft's own,
+// so it is strict where the LangGraph API follows its lenient reference.
+func refuseUnknown(body []byte, dst any) error {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(body, &keys) != nil {
+		return nil // not an object: the decoder said what was wrong
+	}
+	t := reflect.TypeOf(dst).Elem()
+	known := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			known = append(known, name)
+		}
+	}
+	var unknown []string
+	for k := range keys {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	slices.Sort(known)
+	field := unknown[0]
+	if field == "" {
+		field = `""`
+	}
+	return invalidField(field, "unknown field; this request takes %s", strings.Join(known, ", "))
 }
 
 // readBody reads a request body within the server's bound.
@@ -374,6 +412,9 @@ func decodeApprove(body []byte) (approveRequest, error) {
 		return req, invalidField("user_action", "required: the request body is empty")
 	}
 	if err := api.Decode(body, &req); err != nil {
+		return req, err
+	}
+	if err := refuseUnknown(body, &req); err != nil {
 		return req, err
 	}
 	hasResume := len(req.Resume) > 0 && string(req.Resume) != "null"
