@@ -262,7 +262,8 @@ func (s *Store) SearchAssistants(ctx context.Context, q AssistantQuery) ([]Assis
 	total := 0
 	err = s.read(ctx, func(tx Tx) error {
 		out = []Assistant{}
-		if _, err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM weft_server_assistants WHERE `+where, a.vs, &total); err != nil {
+		var err error
+		if total, err = s.countWhere(ctx, tx, "weft_server_assistants", where, a.vs); err != nil {
 			return err
 		}
 		page := append(a.vs[:len(a.vs):len(a.vs)], limit, max(q.Offset, 0))
@@ -285,7 +286,7 @@ func (s *Store) CountAssistants(ctx context.Context, q AssistantQuery) (int, err
 	}
 	n := 0
 	err = s.read(ctx, func(tx Tx) error {
-		_, err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM weft_server_assistants WHERE `+where, a.vs, &n)
+		n, err = s.countWhere(ctx, tx, "weft_server_assistants", where, a.vs)
 		return err
 	})
 	return n, err

@@ -104,6 +104,14 @@ func queryOne[T any](ctx context.Context, s *Store, tx Tx, query string, args []
 	return out, found, err
 }
 
+// countWhere counts the rows of table that where, with its arguments vs,
+// selects.
+func (s *Store) countWhere(ctx context.Context, tx Tx, table, where string, vs []any) (int, error) {
+	n := 0
+	_, err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM `+table+` WHERE `+where, vs, &n)
+	return n, err
+}
+
 // queryRow scans the first row of a query into dest and reports whether
 // there was one.
 func (s *Store) queryRow(ctx context.Context, tx Tx, query string, args []any, dest ...any) (bool, error) {

@@ -210,7 +210,8 @@ func (s *Store) SearchThreads(ctx context.Context, q ThreadQuery) ([]Thread, int
 	total := 0
 	err = s.read(ctx, func(tx Tx) error {
 		out = nil
-		if _, err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM weft_server_threads WHERE `+where, a.vs, &total); err != nil {
+		var err error
+		if total, err = s.countWhere(ctx, tx, "weft_server_threads", where, a.vs); err != nil {
 			return err
 		}
 		page := append(a.vs[:len(a.vs):len(a.vs)], limit, max(q.Offset, 0))
@@ -234,7 +235,7 @@ func (s *Store) CountThreads(ctx context.Context, q ThreadQuery) (int, error) {
 	}
 	n := 0
 	err = s.read(ctx, func(tx Tx) error {
-		_, err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM weft_server_threads WHERE `+where, a.vs, &n)
+		n, err = s.countWhere(ctx, tx, "weft_server_threads", where, a.vs)
 		return err
 	})
 	return n, err
