@@ -48,6 +48,7 @@ import (
 
 	"github.com/weftlabs/weft/agent/events"
 	"github.com/weftlabs/weft/agent/orchestrator"
+	"github.com/weftlabs/weft/bench/internal/dag20"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/postgres"
 	"github.com/weftlabs/weft/checkpoint/sqlite"
@@ -55,7 +56,6 @@ import (
 	"github.com/weftlabs/weft/internal/pgtest"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
-	"github.com/weftlabs/weft/tool"
 )
 
 func main() {
@@ -80,9 +80,6 @@ type result struct {
 	ExecMinMS    float64 `json:"exec_min_ms"`
 	ExecMaxMS    float64 `json:"exec_max_ms"`
 }
-
-// levels is the DAG's shape: todos per level.
-var levels = []int{2, 3, 5, 4, 3, 2, 1}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("orchestrator", flag.ContinueOnError)
@@ -187,80 +184,19 @@ func openPostgres(ctx context.Context, admin string) (*postgres.Driver, func(), 
 
 // plan is the model's plan: the DAG of levels, a todo per stub call.
 func plan() (llm.Message, int) {
-	type todo struct {
-		ID        string            `json:"id"`
-		Title     string            `json:"title"`
-		Executor  string            `json:"executor"`
-		Tool      string            `json:"tool"`
-		Params    map[string]string `json:"params"`
-		DependsOn []string          `json:"depends_on,omitempty"`
-	}
-	var todos []todo
-	var prev []string
-	n := 0
-	for lv, size := range levels {
-		var cur []string
-		for i := range size {
-			n++
-			id := fmt.Sprintf("t%d", n)
-			t := todo{ID: id, Title: fmt.Sprintf("step %d of level %d", i+1, lv+1), Executor: "stub", Tool: "wait", Params: map[string]string{"name": id}}
-			// One to three dependencies on the level before, spread
-			// over it.
-			for k := range min(len(prev), 1+i%3) {
-				d := prev[(i+k)%len(prev)]
-				if !slices.Contains(t.DependsOn, d) {
-					t.DependsOn = append(t.DependsOn, d)
-				}
-			}
-			todos = append(todos, t)
-			cur = append(cur, id)
-		}
-		prev = cur
-	}
-	b, _ := json.Marshal(map[string]any{"summary": "benchmark DAG", "todos": todos})
-	return llm.AI(string(b)), n
-}
-
-type waitArgs struct {
-	Name string `json:"name"`
-}
-
-func newAgent(saver *checkpoint.Saver, model llm.ChatModel, latency time.Duration) (*orchestrator.Agent, error) {
-	wait := tool.New("wait", "Waits a fixed time.", func(ctx context.Context, in waitArgs) (string, error) {
-		if latency == 0 {
-			return in.Name, nil
-		}
-		t := time.NewTimer(latency)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return in.Name, nil
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	})
-	cfg := orchestrator.DefaultConfig()
-	cfg.Approvals.Enabled = false
-	cfg.Response.NextActions = false
-	cfg.Execution.ReactFallback = false
-	cfg.Execution.Preparation = orchestrator.PrepareLight
-	return orchestrator.New(orchestrator.Options{
-		Config:       &cfg,
-		Models:       orchestrator.Models{Default: model},
-		Executors:    []orchestrator.Executor{{Name: "stub", Description: "waits", Tools: []*tool.Tool{wait}}},
-		Checkpointer: saver,
-	})
+	p, n := dag20.PlanJSON("benchmark DAG")
+	return llm.AI(p), n
 }
 
 // measure runs the plan runs+1 times on fresh threads and keeps the
 // medians of the last runs.
 func measure(ctx context.Context, backend string, saver *checkpoint.Saver, latency time.Duration, runs int, dur graph.Durability) (result, error) {
-	cognition := llm.AI(`{"intent": {"domain": "ANALYSIS", "category": "trend", "subcategory": "bench"}, "entities": [], "ambiguous": false, "needs_tools": true, "confidence": 1}`)
+	cognition := llm.AI(dag20.Cognition)
 	planMsg, todos := plan()
 	var execs, totals []float64
 	for i := range runs + 1 {
 		model := scripted.New(cognition, planMsg, llm.AI("done"))
-		a, err := newAgent(saver, model, latency)
+		a, err := dag20.Agent(saver, model, latency)
 		if err != nil {
 			return result{}, err
 		}
@@ -300,7 +236,7 @@ func measure(ctx context.Context, backend string, saver *checkpoint.Saver, laten
 	}
 	slices.Sort(execs)
 	slices.Sort(totals)
-	r := result{Case: fmt.Sprintf("dag%d_%s", todos, latency), Backend: backend, Durability: string(dur), Todos: todos, CriticalPath: len(levels),
+	r := result{Case: fmt.Sprintf("dag%d_%s", todos, latency), Backend: backend, Durability: string(dur), Todos: todos, CriticalPath: len(dag20.Levels),
 		LatencyMS: ms(latency), Runs: runs, ExecMS: median(execs), RunMS: median(totals), ExecMinMS: execs[0], ExecMaxMS: execs[len(execs)-1]}
 	r.IdealMS = float64(r.CriticalPath) * r.LatencyMS
 	if r.IdealMS > 0 {

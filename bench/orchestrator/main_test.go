@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/weftlabs/weft/bench/internal/dag20"
 )
 
 // The benchmark prints a line per latency with every figure filled in;
@@ -68,7 +70,7 @@ func TestPlanShape(t *testing.T) {
 		depth[td.ID] = d
 		deepest = max(deepest, d)
 	}
-	if deepest != len(levels) {
-		t.Errorf("critical path %d, want %d", deepest, len(levels))
+	if deepest != len(dag20.Levels) {
+		t.Errorf("critical path %d, want %d", deepest, len(dag20.Levels))
 	}
 }

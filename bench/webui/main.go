@@ -42,7 +42,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/weftlabs/weft/agent/orchestrator"
+	"github.com/weftlabs/weft/bench/internal/dag20"
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/examples/apitest"
@@ -52,7 +52,6 @@ import (
 	"github.com/weftlabs/weft/server"
 	"github.com/weftlabs/weft/server/webui"
 	"github.com/weftlabs/weft/store"
-	"github.com/weftlabs/weft/tool"
 )
 
 func main() {
@@ -162,82 +161,21 @@ func findChromium() string {
 	return ""
 }
 
-// levels are the 20-todo plan's levels, as bench/orchestrator's.
-var levels = []int{2, 3, 5, 4, 3, 2, 1}
-
-// planJSON is the scripted planner's plan: a todo per stub call, each
-// depending on one to three todos of the level before.
-func planJSON() (string, int) {
-	type todo struct {
-		ID        string            `json:"id"`
-		Title     string            `json:"title"`
-		Executor  string            `json:"executor"`
-		Tool      string            `json:"tool"`
-		Params    map[string]string `json:"params"`
-		DependsOn []string          `json:"depends_on,omitempty"`
-	}
-	var todos []todo
-	var prev []string
-	n := 0
-	for lv, size := range levels {
-		var cur []string
-		for i := range size {
-			n++
-			id := fmt.Sprintf("t%d", n)
-			td := todo{ID: id, Title: fmt.Sprintf("step %d of level %d", i+1, lv+1), Executor: "stub", Tool: "wait", Params: map[string]string{"name": id}}
-			for k := range min(len(prev), 1+i%3) {
-				if d := prev[(i+k)%len(prev)]; !slices.Contains(td.DependsOn, d) {
-					td.DependsOn = append(td.DependsOn, d)
-				}
-			}
-			todos = append(todos, td)
-			cur = append(cur, id)
-		}
-		prev = cur
-	}
-	b, _ := json.Marshal(map[string]any{"summary": "a plan of 20 todos in 7 levels", "todos": todos})
-	return string(b), n
-}
-
-type waitArgs struct {
-	Name string `json:"name"`
-}
-
 // plan20 is an orchestrator over a stub tool and a scripted model that
 // plans the 20 todos for every request.
 func plan20(latency time.Duration) server.GraphFunc {
 	return func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
-		wait := tool.New("wait", "Waits a fixed time.", func(ctx context.Context, in waitArgs) (string, error) {
-			t := time.NewTimer(latency)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return in.Name, nil
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-		})
-		plan, _ := planJSON()
+		plan, _ := dag20.PlanJSON("a plan of 20 todos in 7 levels")
 		answer := "## Done\n\nEvery todo of the plan ran.\n\n| level | todos |\n|---|---|\n"
-		for i, n := range levels {
+		for i, n := range dag20.Levels {
 			answer += fmt.Sprintf("| %d | %d |\n", i+1, n)
 		}
 		model := scripted.NewScript(scripted.Options{Loop: true},
-			scripted.Response{Message: llm.AI(`{"intent": {"domain": "ANALYSIS", "category": "trend", "subcategory": "bench"}, "entities": [], "ambiguous": false, "needs_tools": true, "confidence": 1}`)},
+			scripted.Response{Message: llm.AI(dag20.Cognition)},
 			scripted.Response{Message: llm.AI(plan)},
 			scripted.Response{Message: llm.AI(answer)},
 		)
-		cfg := orchestrator.DefaultConfig()
-		cfg.Approvals.Enabled = false
-		cfg.Response.NextActions = false
-		cfg.Execution.ReactFallback = false
-		cfg.Execution.Preparation = orchestrator.PrepareLight
-		a, err := orchestrator.New(orchestrator.Options{
-			Config:       &cfg,
-			Models:       orchestrator.Models{Default: model},
-			Executors:    []orchestrator.Executor{{Name: "stub", Description: "waits", Tools: []*tool.Tool{wait}}},
-			Checkpointer: saver,
-		})
+		a, err := dag20.Agent(saver, model, latency)
 		if err != nil {
 			return nil, err
 		}
@@ -502,7 +440,7 @@ func measure(ctx context.Context, bin string, runs int, latency time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	_, todos := planJSON()
+	_, todos := dag20.PlanJSON("")
 	l := &out.LongTasks
 	l.Todos, l.LatencyMS, l.Supported = todos, float64(latency)/float64(time.Millisecond), supported
 	l.RunMS = round(lt["run"].(float64))
