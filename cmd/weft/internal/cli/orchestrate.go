@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/weftlabs/weft/agent/events"
@@ -115,8 +114,7 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 	oopts := examples.OrchestrateOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode, Config: &cfg, Models: models}
 	// What the tasks teach is written after each answer, in the
 	// background; its notes are kept and told once the agent closed.
-	var memMu sync.Mutex
-	var memNotes []string
+	var notes heldNotes
 	if c.memory {
 		st, err := server.OpenStore(ctx, db)
 		if err != nil {
@@ -127,13 +125,11 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 		// Failures are told here, in the notes: not logged twice.
 		oopts.Logger = slog.New(slog.DiscardHandler)
 		oopts.OnMemory = func(j hooks.Job, err error) {
-			memMu.Lock()
-			defer memMu.Unlock()
 			switch {
 			case err != nil:
-				memNotes = append(memNotes, fmt.Sprintf("· memory: could not record the %s for %s: %v", j.Kind, j.User, err))
+				notes.add("· memory: could not record the %s for %s: %v", j.Kind, j.User, err)
 			case j.Kind == "task":
-				memNotes = append(memNotes, fmt.Sprintf("· memory: learned from task %d for %s", j.Task, j.User))
+				notes.add("· memory: learned from task %d for %s", j.Task, j.User)
 			}
 		}
 	}
@@ -144,11 +140,7 @@ func runOrchestrated(ctx context.Context, e examples.Example, c orchestrateConfi
 	defer func() {
 		// Closing writes what is still queued for memory.
 		cerr := agent.Close()
-		memMu.Lock()
-		for _, n := range memNotes {
-			fmt.Fprintln(c.info, n)
-		}
-		memMu.Unlock()
+		notes.tell(c.info)
 		if cerr != nil && err == nil {
 			err = fmt.Errorf("agent %s: %w", e.Name, cerr)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/weftlabs/weft/agent/react"
 	"github.com/weftlabs/weft/checkpoint"
@@ -50,37 +49,23 @@ func runReviewed(ctx context.Context, e examples.Example, c reviewConfig) (err e
 		return fmt.Errorf("%w: give a question, or --thread ID alone to answer the plan a saved run waits for; e.g. weft run --agent %s %q",
 			errNoPrompt, e.Name, "유튜브 쇼츠를 처음 만들어 보려고 해요. 어떤 순서로 하면 될까요?")
 	}
-	model, db, dataDir, err := openRun(ctx, e, c.runConfig, "")
+	model, db, open, closeRun, err := openAgentRun(ctx, e, c.runConfig)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	open := examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode}
-	if c.mcpConfig != "" {
-		// The MCP tools go into the registry the agent adds its own to,
-		// and follow the servers and the file while the command lasts.
-		open.Tools, _ = tool.NewRegistry()
-		m, err := startMCP(ctx, c.mcpConfig, open.Tools, c.info, true)
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-	}
+	defer closeRun()
 	// The reflection reports from its own goroutine while the run may
 	// still print: its lines are kept, and told once it is done.
-	var memMu sync.Mutex
-	var memNotes []string
+	var notes heldNotes
 	open.OnMemory = func(user string, saved []string, err error) {
-		memMu.Lock()
-		defer memMu.Unlock()
 		switch {
 		case err != nil:
-			memNotes = append(memNotes, fmt.Sprintf("· could not update %s's memory: %v", user, err))
+			notes.add("· could not update %s's memory: %v", user, err)
 		case len(saved) == 0:
-			memNotes = append(memNotes, fmt.Sprintf("· nothing new to remember about %s", user))
+			notes.add("· nothing new to remember about %s", user)
 		}
 		for _, s := range saved {
-			memNotes = append(memNotes, fmt.Sprintf("· remembered about %s: %s", user, s))
+			notes.add("· remembered about %s: %s", user, s)
 		}
 	}
 	a, err := e.Open(ctx, model, open)
@@ -90,11 +75,7 @@ func runReviewed(ctx context.Context, e examples.Example, c reviewConfig) (err e
 	// Closing waits for the background reflection: after the answer.
 	defer func() {
 		cerr := a.Close()
-		memMu.Lock()
-		for _, n := range memNotes {
-			fmt.Fprintln(c.info, n)
-		}
-		memMu.Unlock()
+		notes.tell(c.info)
 		if cerr != nil && err == nil {
 			err = fmt.Errorf("agent %s: %w", e.Name, cerr)
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -218,22 +219,11 @@ func run(ctx context.Context, c runConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	model, db, dataDir, err := openRun(ctx, e, c, "")
+	model, db, open, closeRun, err := openAgentRun(ctx, e, c)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	open := examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode}
-	if c.mcpConfig != "" {
-		// The MCP tools go into the registry the agent adds its own to,
-		// and follow the servers and the file while the run lasts.
-		open.Tools, _ = tool.NewRegistry()
-		m, err := startMCP(ctx, c.mcpConfig, open.Tools, c.info, true)
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-	}
+	defer closeRun()
 	a, err := e.Open(ctx, model, open)
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", e.Name, err)
@@ -301,6 +291,51 @@ const graphIDKey = "graph_id"
 // else fallback; without any, an error that says how to name one) and the
 // database; it returns the directory where the example's service keeps its
 // data, beside the conversations (for PostgreSQL, the current directory).
+// openAgentRun opens what a chat agent's run needs: its model and
+// database (openRun) and, with --mcp-config, the MCP servers' tools in the
+// registry the agent adds its own to, following the servers and the file
+// while the command lasts. closeRun closes them, MCP first.
+func openAgentRun(ctx context.Context, e examples.Example, c runConfig) (model llm.ChatModel, db *dburl.DB, open examples.OpenOptions, closeRun func(), err error) {
+	model, db, dataDir, err := openRun(ctx, e, c, "")
+	if err != nil {
+		return nil, nil, open, nil, err
+	}
+	open = examples.OpenOptions{Saver: db.Saver, DataDir: dataDir, Mode: c.mode}
+	if c.mcpConfig == "" {
+		return model, db, open, func() { db.Close() }, nil
+	}
+	open.Tools, _ = tool.NewRegistry()
+	m, err := startMCP(ctx, c.mcpConfig, open.Tools, c.info, true)
+	if err != nil {
+		db.Close()
+		return nil, nil, open, nil, err
+	}
+	return model, db, open, func() { m.Close(); db.Close() }, nil
+}
+
+// heldNotes keeps the lines a background job (memory, reflection) tells
+// from its own goroutine while the run may still print, to tell them once
+// the run is done.
+type heldNotes struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (n *heldNotes) add(format string, args ...any) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.lines = append(n.lines, fmt.Sprintf(format, args...))
+}
+
+// tell writes the lines held so far to w.
+func (n *heldNotes) tell(w io.Writer) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, l := range n.lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
 func openRun(ctx context.Context, e examples.Example, c runConfig, fallback string) (llm.ChatModel, *dburl.DB, string, error) {
 	name := cmp.Or(c.model, os.Getenv(modelEnv), fallback)
 	if name == "" {
