@@ -35,7 +35,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -47,6 +46,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/examples/apitest"
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/chromium"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/llm/scripted"
 	"github.com/weftlabs/weft/server"
@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	runs := fs.Int("runs", 5, "messages sent for the first-token figures (the median is reported)")
 	latency := fs.Duration("latency", 50*time.Millisecond, "each todo's stub tool latency in the 20-todo plan")
-	chromium := fs.String("chromium", "", "Chromium's path (default $WEFT_CHROMIUM, /usr/bin/chromium, or chromium on the PATH)")
+	chromiumFlag := fs.String("chromium", "", "Chromium's path (default $WEFT_CHROMIUM, /usr/bin/chromium, or chromium on the PATH)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -124,9 +124,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "webui: --runs must be at least 1")
 		return 2
 	}
-	bin := *chromium
+	bin := *chromiumFlag
 	if bin == "" {
-		bin = findChromium()
+		bin = chromium.Path()
 	}
 	if bin == "" {
 		fmt.Fprintln(stderr, "webui: Chromium not found: apt-get install chromium, or pass --chromium")
@@ -144,21 +144,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func findChromium() string {
-	if p := os.Getenv("WEFT_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	return ""
 }
 
 // plan20 is an orchestrator over a stub tool and a scripted model that

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/weftlabs/weft/internal/chromium"
 )
 
 // The command runs end to end and reports every figure (their values are
 // for a quiet machine to measure, not for a test to judge).
 func TestRun(t *testing.T) {
-	if findChromium() == "" {
+	if chromium.Path() == "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("Chromium is missing: CI must install it (.ci/run installs Debian's chromium)")
 		}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint/dburl"
 	"github.com/weftlabs/weft/cmd/weft/internal/cli"
 	"github.com/weftlabs/weft/examples/apitest"
+	"github.com/weftlabs/weft/internal/chromium"
 	"github.com/weftlabs/weft/llm"
 	"github.com/weftlabs/weft/server"
 	"github.com/weftlabs/weft/server/apikey"
@@ -362,23 +362,6 @@ func (m *gatedModel) BindTools(tools []llm.ToolSpec) llm.ChatModel {
 
 // ------------------------------------------------------------ browser
 
-// chromiumPath finds Chromium: $WEFT_CHROMIUM, /usr/bin/chromium, or
-// chromium on the PATH.
-func chromiumPath() string {
-	if p := os.Getenv("WEFT_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	return ""
-}
-
 // artifactsDir is where a failing test's screenshot and console log go.
 func artifactsDir(t testing.TB) string {
 	if d := os.Getenv("WEFT_ARTIFACTS_DIR"); d != "" {
@@ -416,7 +399,7 @@ func newPage(t *testing.T, opts *pageOptions) *page {
 	if opts == nil {
 		opts = &pageOptions{}
 	}
-	bin := chromiumPath()
+	bin := chromium.Path()
 	if bin == "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("Chromium is missing: CI must install it (.ci/run installs Debian's chromium); set $WEFT_CHROMIUM to its path")
