@@ -215,6 +215,21 @@ function enumField(schema, value, ctx) {
   };
 }
 
+// listAnswer is what a list field answers: its items, or undefined (with
+// a message under the field, focused from control) when there are fewer
+// than minItems, or when an optional list left empty was never set.
+function listAnswer(out, schema, value, ctx, label, err, errors, control) {
+  const min = schema.minItems || 0;
+  if (out.length < min) {
+    err.textContent = t("orch.form.err.minItems", { field: label, n: min });
+    errors.push({ field: ctx.name, message: err.textContent, control });
+    return undefined;
+  }
+  err.textContent = "";
+  if (out.length === 0 && !ctx.required && value === undefined) return undefined;
+  return out;
+}
+
 function enumListField(schema, value, ctx) {
   const id = nextId("f");
   const v = Array.isArray(initial(schema, value)) ? initial(schema, value) : [];
@@ -232,16 +247,7 @@ function enumListField(schema, value, ctx) {
     el,
     read(errors) {
       const out = boxes.filter((b) => b.box.checked).map((b) => b.ev);
-      const label = ctx.label || ctx.name;
-      const min = schema.minItems || (ctx.required ? 0 : 0);
-      if (out.length < min) {
-        err.textContent = t("orch.form.err.minItems", { field: label, n: min });
-        errors.push({ field: ctx.name, message: err.textContent, control: group });
-        return undefined;
-      }
-      err.textContent = "";
-      if (out.length === 0 && !ctx.required && value === undefined) return undefined;
-      return out;
+      return listAnswer(out, schema, value, ctx, ctx.label || ctx.name, err, errors, group);
     },
   };
 }
@@ -287,14 +293,7 @@ function listField(schema, value, ctx) {
         const v = r.f.read(errors);
         if (v !== undefined) out.push(v);
       }
-      if (schema.minItems && out.length < schema.minItems) {
-        err.textContent = t("orch.form.err.minItems", { field: label, n: schema.minItems });
-        errors.push({ field: ctx.name, message: err.textContent, control: addBtn });
-        return undefined;
-      }
-      err.textContent = "";
-      if (out.length === 0 && !ctx.required && value === undefined) return undefined;
-      return out;
+      return listAnswer(out, schema, value, ctx, label, err, errors, addBtn);
     },
   };
 }
