@@ -203,6 +203,28 @@ type Driver interface {
 	LeaseDriver
 }
 
+// BatchDriver is an optional capability of a Driver: several writes to one
+// thread in one transaction. A run's checkpoint writes made in the
+// background (async durability) are batched this way: a transaction, and
+// one lease check, for all the writes queued at once, instead of one each.
+type BatchDriver interface {
+	// WriteBatch runs fn inside one write transaction on threadID's data.
+	// Put and PutWrites of threadID called with fn's context, or one
+	// derived from it, join that transaction instead of running their
+	// own; they must be made one after another, not concurrently. When fn
+	// returns nil and every write in it succeeded, the transaction
+	// commits; otherwise nothing fn wrote is stored and WriteBatch returns
+	// fn's error, or the first failed write's. A write of another thread
+	// with fn's context fails with ErrInvalid.
+	//
+	// A batch is fenced as its writes are (FenceOwner), but checks the
+	// lease once, in its first fenced write, and keeps the check valid to
+	// its commit (the store locks the lease row, or has one writer at a
+	// time): a batch whose lease is lost stores nothing and fails with an
+	// error wrapping ErrLeaseLost.
+	WriteBatch(ctx context.Context, threadID string, fn func(ctx context.Context) error) error
+}
+
 // Saver stores and reads checkpoints through a Driver.
 type Saver struct {
 	d       Driver
@@ -224,6 +246,37 @@ func needThread(op string, threadID string) error {
 		return fmt.Errorf("%w: %s needs a thread id (RunOptions.ThreadID), got none", ErrInvalid, op)
 	}
 	return nil
+}
+
+// CanBatch reports whether Batch makes its writes in one transaction: the
+// driver is a BatchDriver.
+func (s *Saver) CanBatch() bool {
+	_, ok := s.d.(BatchDriver)
+	return ok
+}
+
+// Batch runs fn with a context in which this saver's Put and PutWrites of
+// threadID are made in one transaction of the driver (see BatchDriver):
+// all of them are stored, or none, and Batch returns the first error.
+// With a driver that cannot batch (CanBatch is false), fn's writes are
+// made one at a time as fn calls them, each stored when it returns. A
+// lease of threadID that ctx carries (WithLease) fences the batch as it
+// fences each write.
+func (s *Saver) Batch(ctx context.Context, threadID string, fn func(ctx context.Context) error) error {
+	if err := needThread("batch", threadID); err != nil {
+		return err
+	}
+	bd, ok := s.d.(BatchDriver)
+	if !ok {
+		return fn(ctx)
+	}
+	fctx, ls, err := s.fence(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	err = bd.WriteBatch(fctx, threadID, fn)
+	noteLost(ls, err)
+	return err
 }
 
 // Get returns the checkpoint cfg names, or the latest of its thread and

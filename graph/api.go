@@ -338,7 +338,7 @@ func (g *Graph) updateStep(ctx context.Context, cfg checkpoint.Config, ups []Sta
 		return checkpoint.Config{}, err
 	}
 	r.ns = cfg.Namespace
-	r.persist = newPersister(ctx, false, g.saverTimeout)
+	r.persist = newPersister(ctx, false, g.saverTimeout, nil)
 	defer r.persist.close()
 	tp, err := r.load(ctx, cfg.CheckpointID)
 	if err != nil {

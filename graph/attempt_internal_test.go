@@ -29,7 +29,7 @@ func TestSubgraphOfEndedAttemptWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.ns, r.sub = "outer:task", true
-		r.persist = newPersister(ctx, d == DurabilityAsync, time.Second)
+		r.persist = newPersister(ctx, d == DurabilityAsync, time.Second, nil)
 		r.alive = func() bool { return false }
 		_, err = r.execute(ctx, V.Write("in"))
 		if cerr := r.persist.close(); cerr != nil {

@@ -29,7 +29,16 @@ type outcome struct {
 // error, and saves what durability asks for.
 func (r *run) execute(ctx context.Context, in Update) (outcome, error) {
 	if r.persist == nil {
-		p := newPersister(ctx, r.opts.Durability == DurabilityAsync && r.saver != nil, r.g.saverTimeout)
+		async := r.opts.Durability == DurabilityAsync && r.saver != nil
+		var batch func(context.Context, func(context.Context) error) error
+		if async && r.saver.CanBatch() {
+			// Every write of the run is to its thread, on its saver.
+			saver, thread := r.saver, r.opts.ThreadID
+			batch = func(ctx context.Context, fn func(context.Context) error) error {
+				return saver.Batch(ctx, thread, fn)
+			}
+		}
+		p := newPersister(ctx, async, r.g.saverTimeout, batch)
 		r.persist = p
 		defer func() {
 			// Wait for queued saves on every way out, a panic included;

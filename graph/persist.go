@@ -82,6 +82,9 @@ func boundedList[T any](ctx context.Context, op string, d time.Duration, list fu
 	}
 }
 
+// maxBatch bounds the writes the persister makes in one transaction.
+const maxBatch = 32
+
 // persister makes a run's checkpointer writes in order, in the background
 // for async durability, and keeps the first error; after one write failed,
 // later ones are skipped, as they would build on what was not stored.
@@ -92,11 +95,26 @@ func boundedList[T any](ctx context.Context, op string, d time.Duration, list fu
 // writes still to come share one grace window (cancelGrace), which each
 // one's context carries as its deadline: a cancelled run returns within
 // it even when the store hangs.
+//
+// With batch set (async durability over a saver that can batch,
+// checkpoint.Saver.CanBatch), the background goroutine makes the writes
+// queued together in one transaction of the store: when it takes a write,
+// the writes queued behind it, and those queued while the transaction
+// runs, up to maxBatch and the next flush, go in the same transaction.
+// A batch is bounded as one write is: by the checkpointer timeout, and
+// after a cancel by the grace window. When it fails (nothing of it is
+// stored), its writes are made again one at a time, so that those before
+// the first failing one are stored and that one's error is recorded, as
+// without batching; a batch cut short by its bound is not made again, as
+// the store that did not answer in time would be asked again for each,
+// and the bound's error is recorded.
 type persister struct {
 	async   bool
 	timeout time.Duration
 	ch      chan persistCall
 	done    chan struct{}
+	// batch, when set, runs fn's writes in one transaction of the store.
+	batch func(ctx context.Context, fn func(context.Context) error) error
 
 	// wctx is the caller's context without its cancellation; it ends
 	// one grace window after the caller's context does.
@@ -129,11 +147,17 @@ type persistCall struct {
 	flushed chan struct{}
 }
 
-func newPersister(ctx context.Context, async bool, timeout time.Duration) *persister {
+// newPersister returns a run's persister. batch, for async durability
+// only, makes writes queued together in one transaction (see persister);
+// nil makes each write on its own.
+func newPersister(ctx context.Context, async bool, timeout time.Duration, batch func(context.Context, func(context.Context) error) error) *persister {
 	if timeout <= 0 {
 		timeout = DefaultCheckpointerTimeout
 	}
 	p := &persister{async: async, timeout: timeout, caller: ctx, grace: cancelGrace(timeout)}
+	if async {
+		p.batch = batch
+	}
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	p.wctx, p.cancel = wctx, cancel
 	if ctx.Done() != nil {
@@ -168,7 +192,13 @@ func newPersister(ctx context.Context, async bool, timeout time.Duration) *persi
 				if p.failed() != nil {
 					continue
 				}
-				p.record(p.call(c))
+				if p.batch == nil {
+					p.record(p.call(c))
+					continue
+				}
+				if flushed := p.callBatch(c); flushed != nil {
+					close(flushed)
+				}
 			}
 		}()
 	}
@@ -190,6 +220,12 @@ func (p *persister) graceDeadline() time.Time {
 }
 
 func (p *persister) call(c persistCall) error {
+	return p.bounded(c.op, c.f)
+}
+
+// bounded runs f under a write's bounds: the checkpointer timeout, and
+// after a cancel the grace window.
+func (p *persister) bounded(op string, f func(context.Context) error) error {
 	ctx := p.wctx
 	if end := p.graceDeadline(); !end.IsZero() {
 		// After a cancel: the window's end is this call's deadline too,
@@ -198,7 +234,66 @@ func (p *persister) call(c persistCall) error {
 		ctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
 	}
-	return boundedCall(ctx, c.op, p.timeout, c.f)
+	return boundedCall(ctx, op, p.timeout, f)
+}
+
+// callBatch makes first, and the writes queued behind it, in one
+// transaction (see persister), and records the first failure. It returns
+// the flush request that ended the batch, if one did, for the caller to
+// answer once the batch is stored.
+func (p *persister) callBatch(first persistCall) (flushed chan struct{}) {
+	calls := []persistCall{first}
+	// more takes the next queued write without waiting for one.
+	more := func() bool {
+		if flushed != nil || len(calls) >= maxBatch {
+			return false
+		}
+		select {
+		case c, ok := <-p.ch:
+			switch {
+			case !ok:
+				return false
+			case c.flushed != nil:
+				flushed = c.flushed
+				return false
+			}
+			calls = append(calls, c)
+			return true
+		default:
+			return false
+		}
+	}
+	bounded := false
+	err := p.bounded("checkpoint writes", func(ctx context.Context) error {
+		err := p.batch(ctx, func(bctx context.Context) error {
+			for i := 0; i < len(calls) || more(); i++ {
+				if err := calls[i].f(bctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		bounded = err != nil && ctx.Err() != nil
+		return err
+	})
+	if err == nil {
+		return flushed
+	}
+	if bounded {
+		// The store did not answer within the bound: asking it again
+		// for each write would only wait again.
+		p.record(fmt.Errorf("%w (in a batch of %d checkpoint writes, the first: %s)", err, len(calls), calls[0].op))
+		return flushed
+	}
+	// Nothing of the batch is stored: make its writes one at a time, to
+	// store those before the failing one and record that one's error.
+	for _, c := range calls {
+		if err := p.call(c); err != nil {
+			p.record(err)
+			break
+		}
+	}
+	return flushed
 }
 
 func (p *persister) record(err error) {

@@ -132,16 +132,16 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 		return checkpoint.Config{}, fmt.Errorf("%w: metadata of checkpoint %q cannot be encoded as JSON: %v", checkpoint.ErrInvalid, cp.ID, err)
 	}
 	out := checkpoint.Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}
-	err = s.db.Write(ctx, []string{cfg.ThreadID}, func(tx Tx) error {
+	err = s.write(ctx, []string{cfg.ThreadID}, func(tx Tx, bt *batch) error {
 		p := &putter{s: s, tx: tx, ctx: ctx, thread: cfg.ThreadID, ns: cfg.Namespace, id: cp.ID}
 		// Entries (see refs.go) are inherited from the parent, and kept
 		// from an earlier Put of the same checkpoint id, for unchanged
 		// versions. A fenced write checks its lease in the same query
-		// (see fence).
+		// (see fence), unless its batch already did.
 		parentRefs, ownRefs := map[string]ref{}, map[string]ref{}
 		query := `SELECT 0, checkpoint_id, refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`
 		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID}
-		owner, fenced := checkpoint.FenceOwner(ctx, cfg.ThreadID)
+		owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID)
 		if fenced {
 			query = s.fence("$5") + query + ` UNION ALL SELECT 1, '', NULL FROM fence`
 			args = append(args, owner)
@@ -178,8 +178,11 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if fenced && !held {
-			return leaseLost(cfg.ThreadID)
+		if fenced {
+			if !held {
+				return leaseLost(cfg.ThreadID)
+			}
+			bt.checked(cfg.ThreadID, owner)
 		}
 		if err := p.loadTaken(blobs); err != nil {
 			return err
@@ -593,10 +596,23 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND slot < $5 
 
 // PutWrites implements checkpoint.Driver.
 func (s *Store) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID string, writes []checkpoint.PendingWrite) error {
-	return s.db.Write(ctx, []string{cfg.ThreadID}, func(tx Tx) error {
-		var hasRegular bool
+	// The runs of regular writes (between special ones): each is one row.
+	runs, prevSpecial := 0, true
+	for _, w := range writes {
+		special := checkpoint.IsSpecialChannel(w.Channel)
+		if !special && prevSpecial {
+			runs++
+		}
+		prevSpecial = special
+	}
+	return s.write(ctx, []string{cfg.ThreadID}, func(tx Tx, bt *batch) error {
+		// A task's regular writes are stored once: a task run again after
+		// a resume must not double them. hasRegular says whether some are
+		// stored already; unknown, it is checked by the insert itself.
+		var hasRegular, known bool
 		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID}
-		if owner, fenced := checkpoint.FenceOwner(ctx, cfg.ThreadID); fenced {
+		switch owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID); {
+		case fenced:
 			// The lease check rides on the same query (see fence).
 			var held, regular int64
 			if _, err := queryRow(ctx, tx, s.d.q(s.fence("$5")+`SELECT (SELECT COUNT(*) FROM fence), CASE WHEN EXISTS (SELECT 1 FROM weft_checkpoint_writes
@@ -606,8 +622,11 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx
 			if held == 0 {
 				return leaseLost(cfg.ThreadID)
 			}
-			hasRegular = regular == 1
-		} else {
+			bt.checked(cfg.ThreadID, owner)
+			hasRegular, known = regular == 1, true
+		case runs > 1:
+			// Several regular rows: the first one's insert would hide
+			// the state before it from the next, so ask first.
 			var one int64
 			var err error
 			hasRegular, err = queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoint_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0 LIMIT 1`),
@@ -615,9 +634,16 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx
 			if err != nil {
 				return err
 			}
+			known = true
 		}
 		insert := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO `)
+		// The one regular row, inserted only when the task has none
+		// stored: one statement instead of a query and an insert.
+		insertOnce := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM weft_checkpoint_writes
+WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0)
+ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`)
 		// One batch: one round trip in PostgreSQL, whatever the number of
 		// writes.
 		stmts := make([]Stmt, 0, len(writes))
@@ -639,8 +665,6 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_i
 			}
 			run := writes[i:j]
 			i = j
-			// A task's regular writes are stored once: a task run again
-			// after a resume must not double them.
 			if hasRegular {
 				continue
 			}
@@ -649,7 +673,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_i
 				channel, value = "", packWrites(run)
 			}
 			stored, f := encode(value)
-			stmts = append(stmts, Stmt{Query: insert + "NOTHING",
+			q := insert + "NOTHING"
+			if !known {
+				q = insertOnce
+			}
+			stmts = append(stmts, Stmt{Query: q,
 				Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, channel, f, stored}})
 			idx++
 		}

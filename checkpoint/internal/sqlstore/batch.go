@@ -1,0 +1,144 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/weftlabs/weft/checkpoint"
+)
+
+// Batches (checkpoint.BatchDriver). WriteBatch opens one write
+// transaction and puts it in the context it gives its function; every
+// write of the same Store made with that context (Put, PutWrites, the
+// whole-thread operations) finds it there (Store.write) and runs its
+// statements in it instead of opening a transaction of its own. The
+// batch remembers what its writes learnt, so later writes in it need not
+// ask again: which leases it checked (the check holds to the commit: the
+// lease row is locked, Dialect.LockRow, or the database has one writer).
+
+// batchKey is the context key of the open batch.
+type batchKey struct{}
+
+// batch is one open WriteBatch transaction.
+type batch struct {
+	s    *Store
+	keys []string
+
+	// mu makes the batch's writes take turns; the transaction runs one
+	// statement at a time.
+	mu sync.Mutex
+	tx Tx
+	// ended is set when WriteBatch returned: the transaction is gone.
+	ended bool
+	// err is the first write of the batch that failed: the transaction
+	// will roll back, so later writes are refused.
+	err error
+	// fenced maps a thread to the owner whose lease this transaction
+	// checked.
+	fenced map[string]string
+}
+
+// errBatchFailed is returned by writes made in a batch after one of its
+// writes failed.
+var errBatchFailed = errors.New("checkpoint: an earlier write of this batch failed; the batch stores nothing")
+
+// WriteBatch implements checkpoint.BatchDriver.
+func (s *Store) WriteBatch(ctx context.Context, threadID string, fn func(context.Context) error) error {
+	if b := s.batchOf(ctx); b != nil {
+		// A batch inside a batch of the same store: its writes join the
+		// open transaction, and it commits with it.
+		if !slices.Contains(b.keys, threadID) {
+			return fmt.Errorf("%w: a batch of thread %q cannot be opened inside a batch of thread %q", checkpoint.ErrInvalid, threadID, b.keys[0])
+		}
+		return fn(ctx)
+	}
+	keys := []string{threadID}
+	return s.db.Write(ctx, keys, func(tx Tx) error {
+		b := &batch{s: s, keys: keys, tx: tx}
+		err := fn(context.WithValue(ctx, batchKey{}, b))
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.ended = true
+		if b.err != nil {
+			// The first failure, even when fn went on.
+			return b.err
+		}
+		return err
+	})
+}
+
+// batchOf returns the open batch of this store in ctx, or nil.
+func (s *Store) batchOf(ctx context.Context) *batch {
+	if b, ok := ctx.Value(batchKey{}).(*batch); ok && b.s == s {
+		return b
+	}
+	return nil
+}
+
+// write runs fn in a write transaction holding keys' locks: the batch's
+// when ctx has one of this store (b is then that batch), else a
+// transaction of its own (b is nil).
+func (s *Store) write(ctx context.Context, keys []string, fn func(tx Tx, b *batch) error) error {
+	b := s.batchOf(ctx)
+	if b == nil {
+		return s.db.Write(ctx, keys, func(tx Tx) error { return fn(tx, nil) })
+	}
+	for _, k := range keys {
+		if !slices.Contains(b.keys, k) {
+			return fmt.Errorf("%w: a write of thread %q cannot join a batch of thread %q", checkpoint.ErrInvalid, k, b.keys[0])
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.ended:
+		return fmt.Errorf("%w: a write was made with the context of a batch that has ended", checkpoint.ErrInvalid)
+	case b.err != nil:
+		return fmt.Errorf("%w (%w)", errBatchFailed, b.err)
+	}
+	if err := fn(b.tx, b); err != nil {
+		b.err = err
+		return err
+	}
+	return nil
+}
+
+// writeOne runs one statement as DB.WriteOne does, or in ctx's batch.
+func (s *Store) writeOne(ctx context.Context, query string, args []any, dest ...any) (n int64, err error) {
+	if s.batchOf(ctx) == nil {
+		return s.db.WriteOne(ctx, query, args, dest...)
+	}
+	b := s.batchOf(ctx)
+	err = s.write(ctx, b.keys, func(tx Tx, _ *batch) error {
+		n, err = ExecOne(ctx, tx, query, args, dest...)
+		return err
+	})
+	return n, err
+}
+
+// fenceOwner is checkpoint.FenceOwner for a write in transaction b (nil
+// outside a batch): fenced is false when b already checked that lease.
+func (b *batch) fenceOwner(ctx context.Context, threadID string) (owner string, fenced bool) {
+	owner, fenced = checkpoint.FenceOwner(ctx, threadID)
+	if fenced && b != nil && b.fenced != nil {
+		if o, ok := b.fenced[threadID]; ok && o == owner {
+			return owner, false
+		}
+	}
+	return owner, fenced
+}
+
+// checked records that the transaction found threadID's lease held by
+// owner.
+func (b *batch) checked(threadID, owner string) {
+	if b == nil {
+		return
+	}
+	if b.fenced == nil {
+		b.fenced = map[string]string{}
+	}
+	b.fenced[threadID] = owner
+}
