@@ -14,7 +14,7 @@
 // reading back exactly at every checkpoint; pending-write rules; thread
 // management, pruning and rewinding, and their thread ownership;
 // concurrent writers; bad input that leaves stored data alone; thread
-// leases: busy, wait, expiry, fencing, cancel) and runs small graphs of
+// leases: busy, wait, expiry, fencing, cancel; writes made in one batch) and runs small graphs of
 // package graph on the saver: interrupt and resume, pending writes after a
 // failure, fork/replay, a rewind in a long conversation, and concurrent
 // runs on one thread.
@@ -70,6 +70,8 @@ func Run(t *testing.T, newSaver func(t *testing.T) *checkpoint.Saver) {
 		{"GraphOneWriterPerThread", testGraphOneWriterPerThread},
 		{"GraphUpdateStateBusy", testGraphUpdateStateBusy},
 		{"GraphLeaseLoss", testGraphLeaseLoss},
+		{"Batch", testBatch},
+		{"GraphBatched", testGraphBatched},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
