@@ -230,6 +230,10 @@ type putter struct {
 	// taken holds the channel versions another checkpoint already stored
 	// in a blob row of origin "".
 	taken map[string]map[int64]bool
+	// probe, when probing, is the one channel version loadTaken did not
+	// ask about: putValue's insert finds out whether it is taken.
+	probe   probeKey
+	probing bool
 	// pending are writes not sent yet: they go together, before the next
 	// query or at the end.
 	pending []Stmt
@@ -256,6 +260,12 @@ func (p *putter) query(query string, args []any, dest ...any) (bool, error) {
 		return false, err
 	}
 	return queryRow(p.ctx, p.tx, p.s.d.q(query), args, dest...)
+}
+
+// probeKey is a channel version.
+type probeKey struct {
+	ch string
+	v  int64
 }
 
 // mayNeedRow reports whether a blob may be stored in a blob row: a whole
@@ -285,6 +295,13 @@ func (p *putter) loadTaken(blobs []checkpoint.Blob) error {
 		conds = append(conds, fmt.Sprintf("(thread_id = $1 AND ns = $2 AND channel = $%d AND version = $%d AND origin = '')", len(args)-1, len(args)))
 	}
 	if len(conds) == 0 {
+		return nil
+	}
+	if len(conds) == 1 && !p.probing {
+		// One row to store (the usual case): its insert tells whether
+		// the version is taken, one statement instead of a query and an
+		// insert (see putValue).
+		p.probe, p.probing = probeKey{args[2].(string), args[3].(int64)}, true
 		return nil
 	}
 	if err := p.flush(); err != nil {
@@ -351,7 +368,23 @@ func (p *putter) putValue(ch string, version int64, v json.RawMessage) (ref, boo
 	}
 	value, f := encode(v)
 	origin := ""
-	if p.taken[ch][version] {
+	if p.probing && p.probe == (probeKey{ch, version}) {
+		p.probing = false
+		if err := p.flush(); err != nil {
+			return ref{}, false, err
+		}
+		n, err := p.tx.Exec(p.ctx, p.s.d.q(`INSERT INTO weft_checkpoint_blobs (thread_id, ns, channel, version, origin, kind, fmt, value, log_id, log_len)
+VALUES ($1, $2, $3, $4, '', $5, $6, $7, NULL, NULL) ON CONFLICT (thread_id, ns, channel, version, origin) DO NOTHING`),
+			p.thread, p.ns, ch, version, kind, f, value)
+		if err != nil {
+			return ref{}, false, err
+		}
+		if n == 1 {
+			return ref{V: version, Kind: refBlob}, false, nil
+		}
+		// Taken: stored below under this checkpoint's id.
+		origin = p.id
+	} else if p.taken[ch][version] {
 		// Another branch has this version: store ours under this
 		// checkpoint's id.
 		origin = p.id
@@ -444,7 +477,7 @@ WHERE b.thread_id = $1 AND b.ns = $2 AND b.channel = $3 AND b.version = $4 AND b
 			return ref{V: b.Version, Kind: refLog, L: lg.id, N: logLen}, nil
 		}
 		if lg.length == logLen {
-			return p.appendLog(b.Channel, lg, items)
+			return p.appendLog(b.Channel, lg, items, nil)
 		}
 		// The log grew past the base on another branch: fork it.
 		if lg.depth+1 > maxLogDepth {
@@ -475,22 +508,33 @@ WHERE b.thread_id = $1 AND b.ns = $2 AND b.channel = $3 AND b.version = $4 AND b
 // row (refBlob: version V, origin O) or a log prefix (refLog: the first N
 // items of log L).
 func (p *putter) newLog(ch string, base *ref, depth int64, items []json.RawMessage) (ref, error) {
-	var id int64
-	if _, err := p.query(`SELECT COALESCE(MAX(log_id), 0) + 1 FROM weft_checkpoint_logs WHERE thread_id = $1 AND ns = $2 AND channel = $3`,
-		[]any{p.thread, p.ns, ch}, &id); err != nil {
-		return ref{}, err
-	}
-	var bv, bo, bl, bn any
+	row := &newLogRow{}
 	if base != nil {
 		if base.Kind == refLog {
-			bl, bn = base.L, base.N
+			row.bl, row.bn = base.L, base.N
 		} else {
-			bv, bo = base.V, base.O
+			row.bv, row.bo = base.V, base.O
 		}
 	}
-	p.exec(`INSERT INTO weft_checkpoint_logs (thread_id, ns, channel, log_id, base_version, base_origin, base_log, base_len, length, appends, depth, sealed, tail)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, $9, 0, 0)`, p.thread, p.ns, ch, id, bv, bo, bl, bn, depth)
-	return p.appendLog(ch, logState{id: id, depth: depth}, items)
+	return p.appendLog(ch, logState{depth: depth}, items, row)
+}
+
+// newLogRow is what a new log's row holds besides its state: its base.
+type newLogRow struct{ bv, bo, bl, bn any }
+
+// createLog inserts the row of a new log, in state st, under the
+// channel's next free log id, which it sets in lg: one statement, where
+// a query for the id, an insert and an update of the state after the
+// first append were three.
+func (p *putter) createLog(ch string, lg *logState, st logState, row *newLogRow) error {
+	found, err := p.query(`INSERT INTO weft_checkpoint_logs (thread_id, ns, channel, log_id, base_version, base_origin, base_log, base_len, length, appends, depth, sealed, tail)
+SELECT $1, $2, $3, COALESCE(MAX(log_id), 0) + 1, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM weft_checkpoint_logs
+WHERE thread_id = $1 AND ns = $2 AND channel = $3 RETURNING log_id`,
+		[]any{p.thread, p.ns, ch, row.bv, row.bo, row.bl, row.bn, st.length, st.appends, lg.depth, st.sealed, st.tail}, &lg.id)
+	if err == nil && !found {
+		err = fmt.Errorf("checkpoint: creating a log of channel %q returned no id", ch)
+	}
+	return err
 }
 
 // appendLog adds items at the end of a log. Small appends go to the open
@@ -505,24 +549,48 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, $9, 0, 0)`, p.thread, p.ns, ch, id
 // is a HOT update, whose old version the next visit to the page reclaims,
 // without waiting for a vacuum. A read of the log's first n items reads
 // about n/N chunks and at most N-1 slots.
-func (p *putter) appendLog(ch string, lg logState, items []json.RawMessage) (ref, error) {
+//
+// fresh, when set, is a log that does not exist yet (lg is its empty
+// state): its row is created with the state after the append.
+func (p *putter) appendLog(ch string, lg logState, items []json.RawMessage, fresh *newLogRow) (ref, error) {
 	if len(items) == 0 {
+		if fresh != nil {
+			if err := p.createLog(ch, &lg, lg, fresh); err != nil {
+				return ref{}, err
+			}
+		}
 		return ref{Kind: refLog, L: lg.id, N: lg.length}, nil
 	}
 	data, sizes := encodeChunk(items)
 	stored, f := encode(data)
 	newLen := lg.length + int64(len(items))
 	if lg.tail+1 < int64(p.s.n) && len(stored)+len(sizes) <= slotMax {
+		if fresh != nil {
+			st := lg
+			st.length, st.appends, st.tail = newLen, lg.appends+1, lg.tail+1
+			if err := p.createLog(ch, &lg, st, fresh); err != nil {
+				return ref{}, err
+			}
+		}
 		p.exec(`INSERT INTO weft_checkpoint_tails (thread_id, ns, channel, log_id, slot, start, count, fmt, items, sizes)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (thread_id, ns, channel, log_id, slot) DO UPDATE SET
 start = excluded.start, count = excluded.count, fmt = excluded.fmt, items = excluded.items, sizes = excluded.sizes`,
 			p.thread, p.ns, ch, lg.id, lg.tail, lg.length, int64(len(items)), f, stored, sizes)
-		p.exec(`UPDATE weft_checkpoint_logs SET length = $1, appends = appends + 1, tail = tail + 1 WHERE thread_id = $2 AND ns = $3 AND channel = $4 AND log_id = $5`,
-			newLen, p.thread, p.ns, ch, lg.id)
+		if fresh == nil {
+			p.exec(`UPDATE weft_checkpoint_logs SET length = $1, appends = appends + 1, tail = tail + 1 WHERE thread_id = $2 AND ns = $3 AND channel = $4 AND log_id = $5`,
+				newLen, p.thread, p.ns, ch, lg.id)
+		}
 		return ref{Kind: refLog, L: lg.id, N: newLen}, nil
 	}
 	level := 0
-	if lg.tail > 0 {
+	if fresh != nil {
+		// A new log has no tail to seal.
+		st := lg
+		st.length, st.appends, st.sealed, st.tail = newLen, lg.appends+1, newLen, 0
+		if err := p.createLog(ch, &lg, st, fresh); err != nil {
+			return ref{}, err
+		}
+	} else if lg.tail > 0 {
 		// Seal: the tail's items, then the new ones, in one chunk.
 		tail, err := p.readTail(ch, lg)
 		if err != nil {
@@ -538,8 +606,10 @@ start = excluded.start, count = excluded.count, fmt = excluded.fmt, items = excl
 	}
 	p.exec(`INSERT INTO weft_checkpoint_chunks (thread_id, ns, channel, log_id, start, count, level, fmt, items, sizes)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, p.thread, p.ns, ch, lg.id, lg.sealed, newLen-lg.sealed, level, f, stored, sizes)
-	p.exec(`UPDATE weft_checkpoint_logs SET length = $1, appends = appends + 1, sealed = $1, tail = 0 WHERE thread_id = $2 AND ns = $3 AND channel = $4 AND log_id = $5`,
-		newLen, p.thread, p.ns, ch, lg.id)
+	if fresh == nil {
+		p.exec(`UPDATE weft_checkpoint_logs SET length = $1, appends = appends + 1, sealed = $1, tail = 0 WHERE thread_id = $2 AND ns = $3 AND channel = $4 AND log_id = $5`,
+			newLen, p.thread, p.ns, ch, lg.id)
+	}
 	return ref{Kind: refLog, L: lg.id, N: newLen}, nil
 }
 

@@ -1,0 +1,213 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+	"github.com/weftlabs/weft/checkpoint/sqlite"
+	"github.com/weftlabs/weft/internal/sqldb"
+)
+
+// countDB is a sqlstore.DB over a SQLite file that counts the write
+// transactions and the statements the store sends.
+type countDB struct {
+	db *sql.DB
+
+	mu    sync.Mutex
+	txs   int
+	stmts []string
+}
+
+func (c *countDB) note(q string) {
+	c.mu.Lock()
+	c.stmts = append(c.stmts, q)
+	c.mu.Unlock()
+}
+
+// take returns and forgets what was counted since the last take.
+func (c *countDB) take() (txs int, stmts []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	txs, stmts = c.txs, c.stmts
+	c.txs, c.stmts = 0, nil
+	return txs, stmts
+}
+
+func (c *countDB) Write(ctx context.Context, _ []string, fn func(sqlstore.Tx) error) error {
+	c.mu.Lock()
+	c.txs++
+	c.mu.Unlock()
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(countTx{c, sqldb.Std{Q: tx}}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (c *countDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(sqldb.Std{Q: tx})
+}
+
+func (c *countDB) WriteOne(ctx context.Context, query string, args []any, dest ...any) (n int64, err error) {
+	err = c.Write(ctx, nil, func(tx sqlstore.Tx) error {
+		n, err = sqlstore.ExecOne(ctx, tx, query, args, dest...)
+		return err
+	})
+	return n, err
+}
+
+type countTx struct {
+	c  *countDB
+	tx sqlstore.Tx
+}
+
+func (t countTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	t.c.note(query)
+	return t.tx.Exec(ctx, query, args...)
+}
+
+func (t countTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	t.c.note(query)
+	return t.tx.Query(ctx, query, args...)
+}
+
+func (t countTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	for _, s := range stmts {
+		t.c.note(s.Query)
+	}
+	return t.tx.ExecBatch(ctx, stmts)
+}
+
+func newCounted(t *testing.T, opts sqlstore.Options) (*countDB, *checkpoint.Saver) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "weft.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	c := &countDB{db: db}
+	st := sqlstore.New(c, sqlite.Dialect, opts)
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.take()
+	return c, checkpoint.New(st)
+}
+
+// echoRun is the writes of a run of a one-node chat graph, as the
+// runtime makes them: the input checkpoint, the input task's writes, the
+// checkpoint of the step that took the input; then the node's writes and
+// the checkpoint after it, whose message list grows by the reply.
+func echoRun(thread string) []func(context.Context, *checkpoint.Saver) error {
+	put := func(parent, id string, step int, versions map[string]int64, blobs ...checkpoint.Blob) func(context.Context, *checkpoint.Saver) error {
+		return func(ctx context.Context, s *checkpoint.Saver) error {
+			_, err := s.Put(ctx, checkpoint.Config{ThreadID: thread, CheckpointID: parent},
+				&checkpoint.Checkpoint{V: checkpoint.FormatVersion, ID: id, Versions: versions, VersionsSeen: map[string]map[string]int64{}},
+				checkpoint.Metadata{Source: "loop", Step: step}, blobs)
+			return err
+		}
+	}
+	writes := func(id, task string, ws ...checkpoint.PendingWrite) func(context.Context, *checkpoint.Saver) error {
+		return func(ctx context.Context, s *checkpoint.Saver) error {
+			return s.PutWrites(ctx, checkpoint.Config{ThreadID: thread, CheckpointID: id}, task, ws)
+		}
+	}
+	msgs := `[{"type":"human","content":"hello there, echo"}]`
+	return []func(context.Context, *checkpoint.Saver) error{
+		put("", "01", -1, map[string]int64{"__start__": 1}, checkpoint.Blob{Channel: "__start__", Version: 1, Value: json.RawMessage(`{"messages":` + msgs + `}`)}),
+		writes("01", "start", checkpoint.PendingWrite{Channel: "messages", Value: json.RawMessage(msgs)}, checkpoint.PendingWrite{Channel: "branch:to:echo"}),
+		put("01", "02", 0, map[string]int64{"__start__": 2, "messages": 2, "branch:to:echo": 2},
+			checkpoint.Blob{Channel: "__start__", Version: 2, Empty: true}, checkpoint.Blob{Channel: "messages", Version: 2, Value: json.RawMessage(msgs)},
+			checkpoint.Blob{Channel: "branch:to:echo", Version: 2, Value: json.RawMessage(`null`)}),
+		// The flush before the node runs ends the first batch here.
+		writes("02", "echo", checkpoint.PendingWrite{Channel: "messages", Value: json.RawMessage(`[{"type":"ai","content":"hello there, echo"}]`)}),
+		put("02", "03", 1, map[string]int64{"__start__": 2, "messages": 3, "branch:to:echo": 2},
+			checkpoint.Blob{Channel: "messages", Version: 3, BaseVersion: 2, Appended: []json.RawMessage{json.RawMessage(`{"type":"ai","content":"hello there, echo"}`)}}),
+	}
+}
+
+func fenceChecks(stmts []string) int {
+	n := 0
+	for _, s := range stmts {
+		if strings.Contains(s, "weft_thread_leases") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestBatchStatements counts what a run's writes cost: made in two
+// batches (split where the runtime flushes), they take two transactions
+// instead of one each, check the lease once per transaction, and send
+// fewer statements.
+func TestBatchStatements(t *testing.T) {
+	ctx := context.Background()
+	c, s := newCounted(t, sqlstore.Options{})
+	leased := func(thread string) context.Context {
+		l, err := s.Acquire(ctx, thread, checkpoint.LeaseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Release(ctx) })
+		c.take()
+		return checkpoint.WithLease(ctx, l)
+	}
+
+	octx := leased("one-by-one")
+	run := echoRun("one-by-one")
+	var oneTxs, oneStmts, oneFences int
+	for i, w := range run {
+		if err := w(octx, s); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		txs, stmts := c.take()
+		t.Logf("one at a time, write %d: %d statements: %q", i, len(stmts), stmts)
+		oneTxs, oneStmts, oneFences = oneTxs+txs, oneStmts+len(stmts), oneFences+fenceChecks(stmts)
+	}
+
+	bctx := leased("in-batches")
+	run = echoRun("in-batches")
+	var bTxs, bStmts, bFences int
+	for _, part := range [][]func(context.Context, *checkpoint.Saver) error{run[:3], run[3:]} {
+		if err := s.Batch(bctx, "in-batches", func(ctx context.Context) error {
+			for _, w := range part {
+				if err := w(ctx, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		txs, stmts := c.take()
+		t.Logf("batch of %d writes: %d statements: %q", len(part), len(stmts), stmts)
+		bTxs, bStmts, bFences = bTxs+txs, bStmts+len(stmts), bFences+fenceChecks(stmts)
+	}
+	t.Logf("one at a time: %d transactions, %d statements, %d lease checks; in batches: %d, %d, %d", oneTxs, oneStmts, oneFences, bTxs, bStmts, bFences)
+	if oneTxs != len(run) || oneFences != len(run) {
+		t.Fatalf("one at a time: %d transactions and %d lease checks for %d writes; want one each", oneTxs, oneFences, len(run))
+	}
+	if bTxs != 2 || bFences != 2 {
+		t.Fatalf("in two batches: %d transactions and %d lease checks; want 2 and 2", bTxs, bFences)
+	}
+	if bStmts >= oneStmts {
+		t.Fatalf("in batches: %d statements; one at a time %d; want fewer", bStmts, oneStmts)
+	}
+}
