@@ -47,7 +47,9 @@ func rowsScript(thread string) []write {
 		})
 	}
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
-	full := func(ch string, v int64, s string) checkpoint.Blob { return checkpoint.Blob{Channel: ch, Version: v, Value: raw(s)} }
+	full := func(ch string, v int64, s string) checkpoint.Blob {
+		return checkpoint.Blob{Channel: ch, Version: v, Value: raw(s)}
+	}
 	app := func(ch string, v, base int64, items ...string) checkpoint.Blob {
 		b := checkpoint.Blob{Channel: ch, Version: v, BaseVersion: base, Appended: []json.RawMessage{}}
 		for _, it := range items {
@@ -122,7 +124,7 @@ func dumpRows(t *testing.T, db *sql.DB, thread string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, table := range []string{"weft_checkpoints", "weft_checkpoint_blobs", "weft_checkpoint_logs", "weft_checkpoint_chunks", "weft_checkpoint_tails", "weft_checkpoint_writes"} {
-		rows, err := db.Query(`SELECT * FROM ` + table + ` WHERE thread_id = ?1`, thread)
+		rows, err := db.Query(`SELECT * FROM `+table+` WHERE thread_id = ?1`, thread)
 		if err != nil {
 			t.Fatal(err)
 		}
