@@ -39,6 +39,10 @@ type batch struct {
 	// fenced maps a thread to the owner whose lease this transaction
 	// checked.
 	fenced map[string]string
+	// refs holds the refs column of the checkpoints this transaction
+	// stored (Put), by namespace and id: a child put in the same batch
+	// inherits from its parent without reading it back.
+	refs map[[2]string][]byte
 }
 
 // errBatchFailed is returned by writes made in a batch after one of its
@@ -141,4 +145,33 @@ func (b *batch) checked(threadID, owner string) {
 		b.fenced = map[string]string{}
 	}
 	b.fenced[threadID] = owner
+}
+
+// refsOf returns the refs column a Put of this batch stored for
+// checkpoint id of namespace ns (nil for no entries), and whether one did.
+func (b *batch) refsOf(ns, id string) ([]byte, bool) {
+	if b == nil {
+		return nil, false
+	}
+	raw, ok := b.refs[[2]string{ns, id}]
+	return raw, ok
+}
+
+// remember records the refs column a Put stored.
+func (b *batch) remember(ns, id string, raw []byte) {
+	if b == nil {
+		return
+	}
+	if b.refs == nil {
+		b.refs = map[[2]string][]byte{}
+	}
+	b.refs[[2]string{ns, id}] = raw
+}
+
+// forget drops what the batch knows of stored checkpoints: a whole-thread
+// operation changed them.
+func (b *batch) forget() {
+	if b != nil {
+		b.refs = nil
+	}
 }

@@ -137,80 +137,138 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 		// Entries (see refs.go) are inherited from the parent, and kept
 		// from an earlier Put of the same checkpoint id, for unchanged
 		// versions. A fenced write checks its lease in the same query
-		// (see fence), unless its batch already did.
+		// (see fence), unless its batch already did. An unfenced write
+		// whose parent's entries are known (it has none, or its batch
+		// wrote it) needs no query: its insert tells whether the
+		// checkpoint was stored before (see below).
 		parentRefs, ownRefs := map[string]ref{}, map[string]ref{}
-		query := `SELECT 0, checkpoint_id, refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`
-		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID}
 		owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID)
-		if fenced {
-			query = s.fence("$5") + query + ` UNION ALL SELECT 1, '', NULL FROM fence`
-			args = append(args, owner)
-		}
-		held := false
-		rows, err := tx.Query(ctx, s.d.q(query), args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var lease int64
-			var id string
-			var raw []byte
-			if err := rows.Scan(&lease, &id, &raw); err != nil {
-				rows.Close()
-				return err
+		known := false
+		if !fenced {
+			if cfg.CheckpointID == "" {
+				known = true
+			} else if raw, ok := bt.refsOf(cfg.Namespace, cfg.CheckpointID); ok {
+				m, err := decodeRefs(cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, raw)
+				if err != nil {
+					return err
+				}
+				parentRefs, known = m, true
 			}
-			if lease == 1 {
-				held = true
-				continue
+		}
+		if !known {
+			query := `SELECT 0, checkpoint_id, refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`
+			args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID}
+			if fenced {
+				query = s.fence("$5") + query + ` UNION ALL SELECT 1, '', NULL FROM fence`
+				args = append(args, owner)
 			}
-			m, err := decodeRefs(cfg.ThreadID, cfg.Namespace, id, raw)
+			held := false
+			rows, err := tx.Query(ctx, s.d.q(query), args...)
 			if err != nil {
-				rows.Close()
 				return err
 			}
-			if id == cp.ID {
-				ownRefs = m
-			} else {
-				parentRefs = m
+			for rows.Next() {
+				var lease int64
+				var id string
+				var raw []byte
+				if err := rows.Scan(&lease, &id, &raw); err != nil {
+					rows.Close()
+					return err
+				}
+				if lease == 1 {
+					held = true
+					continue
+				}
+				m, err := decodeRefs(cfg.ThreadID, cfg.Namespace, id, raw)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				if id == cp.ID {
+					ownRefs = m
+				} else {
+					parentRefs = m
+				}
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if fenced {
-			if !held {
-				return leaseLost(cfg.ThreadID)
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
 			}
-			bt.checked(cfg.ThreadID, owner)
+			if fenced {
+				if !held {
+					return leaseLost(cfg.ThreadID)
+				}
+				bt.checked(cfg.ThreadID, owner)
+			}
 		}
 		if err := p.loadTaken(blobs); err != nil {
 			return err
 		}
-		refs := map[string]ref{}
-		for _, m := range []map[string]ref{parentRefs, ownRefs} {
-			for ch, r := range m {
-				if cp.Versions[ch] == r.V {
-					refs[ch] = r
-				}
-			}
-		}
+		kept := map[string]ref{}
 		for _, bl := range blobs {
-			delete(refs, bl.Channel)
 			r, keep, err := p.putBlob(bl, parentRefs)
 			if err != nil {
 				return err
 			}
 			if keep {
-				refs[bl.Channel] = r
+				kept[bl.Channel] = r
 			}
 		}
-		refsJSON := encodeRefs(refs)
-		p.exec(`INSERT INTO weft_checkpoints (thread_id, ns, checkpoint_id, parent_id, ts, fmt, metadata, body, refs)
+		entries := func(ownRefs map[string]ref) []byte {
+			refs := map[string]ref{}
+			for _, m := range []map[string]ref{parentRefs, ownRefs} {
+				for ch, r := range m {
+					if cp.Versions[ch] == r.V {
+						refs[ch] = r
+					}
+				}
+			}
+			for _, bl := range blobs {
+				delete(refs, bl.Channel)
+				if r, ok := kept[bl.Channel]; ok {
+					refs[bl.Channel] = r
+				}
+			}
+			return encodeRefs(refs)
+		}
+		refsJSON := entries(ownRefs)
+		row := []any{cfg.ThreadID, cfg.Namespace, cp.ID, nullable(cfg.CheckpointID), tsToDB(cp.TS), formatV1, string(metaJSON), bodyJSON}
+		const insert = `INSERT INTO weft_checkpoints (thread_id, ns, checkpoint_id, parent_id, ts, fmt, metadata, body, refs)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (thread_id, ns, checkpoint_id) DO UPDATE SET parent_id = excluded.parent_id, ts = excluded.ts, fmt = excluded.fmt,
-metadata = excluded.metadata, body = excluded.body, refs = excluded.refs`,
-			cfg.ThreadID, cfg.Namespace, cp.ID, nullable(cfg.CheckpointID), tsToDB(cp.TS), formatV1, string(metaJSON), bodyJSON, refsJSON)
+ON CONFLICT (thread_id, ns, checkpoint_id) DO `
+		if known {
+			// Stored unless the checkpoint was stored before; then its
+			// entries count too, as above, and it is updated.
+			if err := p.flush(); err != nil {
+				return err
+			}
+			n, err := tx.Exec(ctx, s.d.q(insert+`NOTHING`), append(row, refsJSON)...)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				var raw []byte
+				if _, err := queryRow(ctx, tx, s.d.q(`SELECT refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND refs IS NOT NULL`),
+					[]any{cfg.ThreadID, cfg.Namespace, cp.ID}, &raw); err != nil {
+					return err
+				}
+				if raw != nil {
+					if ownRefs, err = decodeRefs(cfg.ThreadID, cfg.Namespace, cp.ID, raw); err != nil {
+						return err
+					}
+				}
+				refsJSON = entries(ownRefs)
+				if _, err := tx.Exec(ctx, s.d.q(`UPDATE weft_checkpoints SET parent_id = $4, ts = $5, fmt = $6, metadata = $7, body = $8, refs = $9
+WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`), append(row, refsJSON)...); err != nil {
+					return err
+				}
+			}
+			bt.remember(cfg.Namespace, cp.ID, refsJSON)
+			return nil
+		}
+		p.exec(insert+`UPDATE SET parent_id = excluded.parent_id, ts = excluded.ts, fmt = excluded.fmt,
+metadata = excluded.metadata, body = excluded.body, refs = excluded.refs`, append(row, refsJSON)...)
+		bt.remember(cfg.Namespace, cp.ID, refsJSON)
 		return p.flush()
 	})
 	if err != nil {

@@ -28,7 +28,8 @@ var tables = []struct {
 
 // DeleteThread implements checkpoint.Driver.
 func (s *Store) DeleteThread(ctx context.Context, threadID string) error {
-	return s.write(ctx, []string{threadID}, func(tx Tx, _ *batch) error {
+	return s.write(ctx, []string{threadID}, func(tx Tx, bt *batch) error {
+		bt.forget()
 		if err := s.checkFence(ctx, tx, threadID); err != nil {
 			return err
 		}
@@ -59,7 +60,8 @@ func (s *Store) CopyThread(ctx context.Context, from, to string) error {
 	if to < from {
 		keys = []string{to, from}
 	}
-	return s.write(ctx, keys, func(tx Tx, _ *batch) error {
+	return s.write(ctx, keys, func(tx Tx, bt *batch) error {
+		bt.forget()
 		if err := s.checkFence(ctx, tx, keys...); err != nil {
 			return err
 		}
@@ -189,7 +191,8 @@ func (s *Store) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 func (s *Store) Rewind(ctx context.Context, threadID, checkpointID string) (int, error) {
 	if checkpointID == "" {
 		n := 0
-		err := s.write(ctx, []string{threadID}, func(tx Tx, _ *batch) error {
+		err := s.write(ctx, []string{threadID}, func(tx Tx, bt *batch) error {
+			bt.forget()
 			if err := s.checkFence(ctx, tx, threadID); err != nil {
 				return err
 			}
@@ -226,7 +229,8 @@ func (s *Store) Rewind(ctx context.Context, threadID, checkpointID string) (int,
 // deleted. check, if given, runs first in the same transaction.
 func (s *Store) drop(ctx context.Context, threadID string, keep func(ns string, ids []string, times []time.Time) []bool, check ...func(Tx) error) (int, error) {
 	deleted := 0
-	err := s.write(ctx, []string{threadID}, func(tx Tx, _ *batch) error {
+	err := s.write(ctx, []string{threadID}, func(tx Tx, bt *batch) error {
+		bt.forget()
 		if err := s.checkFence(ctx, tx, threadID); err != nil {
 			return err
 		}
