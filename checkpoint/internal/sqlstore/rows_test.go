@@ -159,7 +159,8 @@ func dumpRows(t *testing.T, db *sql.DB, thread string) map[string][]string {
 // TestStoredRows pins what the writes store, row by row, to
 // testdata/rows.golden, written by the build before writes were batched
 // and their statements cut: made one at a time, in one batch, or in
-// batches of three, the same writes store the same rows.
+// batches of three, fenced by a lease or not, the same writes store the
+// same rows.
 func TestStoredRows(t *testing.T) {
 	ctx := context.Background()
 	c, s := newCounted(t, sqlstore.Options{SnapshotEvery: 4})
@@ -167,9 +168,20 @@ func TestStoredRows(t *testing.T) {
 	modes := []struct {
 		thread string
 		size   int
-	}{{"single", 1}, {"batch1", 1000}, {"batch3", 3}}
+		// leased: the writes are fenced by a lease of the thread.
+		leased bool
+	}{{"single", 1, false}, {"batch1", 1000, false}, {"batch3", 3, false}, {"leased", 1, true}, {"leased3", 3, true}}
 	var got map[string][]string
 	for _, m := range modes {
+		ctx := ctx
+		if m.leased {
+			l, err := s.Acquire(ctx, m.thread, checkpoint.LeaseOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(ctx)
+			ctx = checkpoint.WithLease(ctx, l)
+		}
 		script := rowsScript(m.thread)
 		for start := 0; start < len(script); start += m.size {
 			part := script[start:min(start+m.size, len(script))]

@@ -725,11 +725,14 @@ WHERE thread_id = $1 AND ns = $2 AND channel = $3 AND log_id = $4 AND slot < $5 
 // PutWrites implements checkpoint.Driver.
 func (s *Store) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID string, writes []checkpoint.PendingWrite) error {
 	// The runs of regular writes (between special ones): each is one row.
-	runs, prevSpecial := 0, true
+	runs, specials, prevSpecial := 0, 0, true
 	for _, w := range writes {
 		special := checkpoint.IsSpecialChannel(w.Channel)
 		if !special && prevSpecial {
 			runs++
+		}
+		if special {
+			specials++
 		}
 		prevSpecial = special
 	}
@@ -739,7 +742,30 @@ func (s *Store) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID str
 		// stored already; unknown, it is checked by the insert itself.
 		var hasRegular, known bool
 		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID}
-		switch owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID); {
+		owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID)
+		if fenced && runs == 1 && specials == 0 {
+			// The usual case, one row: one statement checks the lease,
+			// that the task has no regular writes stored, and inserts.
+			row := packRun(writes)
+			value, f := encode(row.value)
+			n, err := tx.Exec(ctx, s.d.q(s.fence("$9")+`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM fence) AND NOT EXISTS (SELECT 1 FROM weft_checkpoint_writes
+WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0)
+ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`), cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, int64(0), row.channel, f, value, owner)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				// Not stored: the lease is gone, or the writes were
+				// stored before.
+				if err := s.checkFence(ctx, tx, cfg.ThreadID); err != nil {
+					return err
+				}
+			}
+			bt.checked(cfg.ThreadID, owner)
+			return nil
+		}
+		switch {
 		case fenced:
 			// The lease check rides on the same query (see fence).
 			var held, regular int64
@@ -796,11 +822,9 @@ ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`)
 			if hasRegular {
 				continue
 			}
-			channel, value := run[0].Channel, []byte(run[0].Value)
-			if len(run) > 1 {
-				channel, value = "", packWrites(run)
-			}
-			stored, f := encode(value)
+			row := packRun(run)
+			channel := row.channel
+			stored, f := encode(row.value)
 			q := insert + "NOTHING"
 			if !known {
 				q = insertOnce
@@ -968,6 +992,21 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 ORDER BY `+s.d.WritesOrd
 		tp.PendingWrites = append(tp.PendingWrites, w)
 	}
 	return tp, rows.Err()
+}
+
+// writeRow is the channel and value of a row of regular writes.
+type writeRow struct {
+	channel string
+	value   []byte
+}
+
+// packRun returns the row a run of regular writes is stored in: the
+// write itself, or several packed (packWrites).
+func packRun(run []checkpoint.PendingWrite) writeRow {
+	if len(run) == 1 {
+		return writeRow{run[0].Channel, []byte(run[0].Value)}
+	}
+	return writeRow{"", packWrites(run)}
 }
 
 // packWrites writes several pending writes of a task as one JSON value,
