@@ -107,7 +107,8 @@ func batchScript() []batchWrite {
 // the same writes store one at a time; a batch whose write fails stores
 // nothing (with a driver that cannot batch, the writes before the failing
 // one are stored, as fn made them); a batch whose lease is lost stores
-// nothing and tells ErrLeaseLost; a batch is for its own thread only.
+// nothing and tells ErrLeaseLost, and so do a task's pending writes made
+// alone; a batch is for its own thread only.
 func testBatch(t *testing.T, s *checkpoint.Saver) {
 	script := batchScript()
 	// Both fenced by a lease, as a run's writes are: in a batch only
@@ -246,6 +247,20 @@ func testBatch(t *testing.T, s *checkpoint.Saver) {
 	}
 	if !errors.Is(lease.Err(), checkpoint.ErrLeaseLost) {
 		t.Fatalf("the lease's Err after a refused batch = %v; want ErrLeaseLost", lease.Err())
+	}
+
+	// A task's writes alone, the statement that checks the lease and
+	// inserts: refused once the lease is gone.
+	lease = acquire(t, s, "lost-writes", checkpoint.LeaseOptions{})
+	lctx := checkpoint.WithLease(bg, lease)
+	if err := putA(lctx, "lost-writes"); err != nil {
+		t.Fatal(err)
+	}
+	takeOver(t, s, "lost-writes")
+	err = s.PutWrites(lctx, checkpoint.Config{ThreadID: "lost-writes", CheckpointID: a}, "task", []checkpoint.PendingWrite{{Channel: "x", Value: json.RawMessage(`1`)}})
+	wantErr(t, err, checkpoint.ErrLeaseLost, "pending writes after the lease was taken over")
+	if got := mustGet(t, s, "lost-writes", "", a); len(got.PendingWrites) != 0 {
+		t.Fatalf("pending writes without the lease were stored: %v", got.PendingWrites)
 	}
 
 	if !s.CanBatch() {
