@@ -140,14 +140,16 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 		// (see fence), unless its batch already did. An unfenced write
 		// whose parent's entries are known (it has none, or its batch
 		// wrote it) needs no query: its insert tells whether the
-		// checkpoint was stored before (see below).
+		// checkpoint was stored before (see below). A checkpoint naming
+		// itself as parent is not one of those: the query finds its
+		// entries as its own, none as its parent's, as outside a batch.
 		parentRefs, ownRefs := map[string]ref{}, map[string]ref{}
 		owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID)
 		known := false
 		if !fenced {
 			if cfg.CheckpointID == "" {
 				known = true
-			} else if raw, ok := bt.refsOf(cfg.Namespace, cfg.CheckpointID); ok {
+			} else if raw, ok := bt.refsOf(cfg.Namespace, cfg.CheckpointID); ok && cfg.CheckpointID != cp.ID {
 				m, err := decodeRefs(cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, raw)
 				if err != nil {
 					return err
