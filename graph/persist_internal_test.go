@@ -18,6 +18,10 @@ type fakeStore struct {
 	batches [][]string
 	// hang makes batches wait for their context to end.
 	hang bool
+	// slowBatches makes batches of more than one write wait for their
+	// context to end after their writes: each write is quick, but
+	// together they outlast the bound.
+	slowBatches bool
 }
 
 type stageKey struct{}
@@ -31,6 +35,10 @@ func (s *fakeStore) batch(ctx context.Context, fn func(context.Context) error) e
 	}
 	st := &stage{}
 	err := fn(context.WithValue(ctx, stageKey{}, st))
+	if err == nil && s.slowBatches && len(st.writes) > 1 {
+		<-ctx.Done()
+		err = context.Cause(ctx)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, st.writes)
@@ -166,5 +174,26 @@ func TestPersisterSyncDoesNotBatch(t *testing.T) {
 	}
 	if _, batches := s.state(); len(batches) != 0 {
 		t.Fatalf("sync durability made batches %v", batches)
+	}
+}
+
+// A batch whose writes each finish within the checkpointer timeout but
+// together outlast it does not fail the run, as the same writes one at a
+// time would not: its writes are made again one at a time, each with the
+// bound it has alone.
+func TestPersisterBatchOutlastingItsBound(t *testing.T) {
+	s := &fakeStore{slowBatches: true}
+	p := newPersister(context.Background(), true, 50*time.Millisecond, s.batch)
+	names := []string{"put 1", "writes 1", "put 2", "writes 2"}
+	queueBehind(p, s, names, "")
+	if err := p.close(); err != nil {
+		t.Fatalf("close = %v; want nil: no write took longer than the timeout", err)
+	}
+	stored, batches := s.state()
+	if !slices.Equal(stored, names) {
+		t.Fatalf("stored %v; want %v", stored, names)
+	}
+	if len(batches) != 1 || len(batches[0]) != len(names) {
+		t.Fatalf("batches %v; want the one that outlasted its bound", batches)
 	}
 }
