@@ -105,9 +105,10 @@ const maxBatch = 32
 // after a cancel by the grace window. When it fails (nothing of it is
 // stored), its writes are made again one at a time, so that those before
 // the first failing one are stored and that one's error is recorded, as
-// without batching; a batch cut short by its bound is not made again, as
-// the store that did not answer in time would be asked again for each,
-// and the bound's error is recorded.
+// without batching. That holds for a batch cut short by its bound too
+// (its writes may each take less than the bound and only together
+// outlast it), except in its first write: then that write alone did not
+// finish within its bound, and the bound's error is recorded.
 type persister struct {
 	async   bool
 	timeout time.Duration
@@ -264,12 +265,16 @@ func (p *persister) callBatch(first persistCall) (flushed chan struct{}) {
 		}
 	}
 	bounded := false
+	// made counts the writes of the batch that returned; the next ones
+	// are taken only after the last one did.
+	made := 0
 	err := p.bounded("checkpoint writes", func(ctx context.Context) error {
 		err := p.batch(ctx, func(bctx context.Context) error {
 			for i := 0; i < len(calls) || more(); i++ {
 				if err := calls[i].f(bctx); err != nil {
 					return err
 				}
+				made++
 			}
 			return nil
 		})
@@ -279,14 +284,20 @@ func (p *persister) callBatch(first persistCall) (flushed chan struct{}) {
 	if err == nil {
 		return flushed
 	}
-	if bounded {
-		// The store did not answer within the bound: asking it again
-		// for each write would only wait again.
+	if bounded && made == 0 {
+		// Cut short by its bound in its first write, the batch's only
+		// one: that write did not finish within its bound, as alone;
+		// asking again would only wait again.
 		p.record(fmt.Errorf("%w (in a batch of %d checkpoint writes, the first: %s)", err, len(calls), calls[0].op))
 		return flushed
 	}
 	// Nothing of the batch is stored: make its writes one at a time, to
 	// store those before the failing one and record that one's error.
+	// A batch cut short by its bound after its first write is made
+	// again too: its writes may each take less than the bound, which
+	// bounds each write, and only together outlast it; one at a time,
+	// each has the bound it has alone, and a store that stopped
+	// answering fails the first of them.
 	for _, c := range calls {
 		if err := p.call(c); err != nil {
 			p.record(err)
