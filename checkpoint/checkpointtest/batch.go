@@ -278,6 +278,14 @@ func testBatch(t *testing.T, s *checkpoint.Saver) {
 		t.Fatalf("writes refused after their batch stored %d checkpoints", len(got))
 	}
 	wantErr(t, s.Batch(bg, "", func(context.Context) error { return nil }), checkpoint.ErrInvalid, "a batch without a thread")
+	// Nor does a lease of another thread go in it (it would be taken
+	// only if the batch commits).
+	err = s.Batch(bg, "mine", func(ctx context.Context) error {
+		_, err := s.Acquire(ctx, "not-mine", checkpoint.LeaseOptions{})
+		return err
+	})
+	wantErr(t, err, checkpoint.ErrInvalid, "taking the lease of another thread in a batch")
+	acquire(t, s, "not-mine", checkpoint.LeaseOptions{})
 }
 
 // testGraphBatched runs a graph with async durability, whose writes the
