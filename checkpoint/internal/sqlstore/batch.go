@@ -110,13 +110,15 @@ func (s *Store) write(ctx context.Context, keys []string, fn func(tx Tx, b *batc
 	return nil
 }
 
-// writeOne runs one statement as DB.WriteOne does, or in ctx's batch.
-func (s *Store) writeOne(ctx context.Context, query string, args []any, dest ...any) (n int64, err error) {
+// writeOne runs one statement on threadID's lease as DB.WriteOne does,
+// or in ctx's batch, which must be threadID's (see write): outside it,
+// the statement would wait for the batch's lock, and its effect would not
+// follow the batch's.
+func (s *Store) writeOne(ctx context.Context, threadID, query string, args []any, dest ...any) (n int64, err error) {
 	if s.batchOf(ctx) == nil {
 		return s.db.WriteOne(ctx, query, args, dest...)
 	}
-	b := s.batchOf(ctx)
-	err = s.write(ctx, b.keys, func(tx Tx, _ *batch) error {
+	err = s.write(ctx, []string{threadID}, func(tx Tx, _ *batch) error {
 		n, err = ExecOne(ctx, tx, query, args, dest...)
 		return err
 	})

@@ -43,7 +43,7 @@ func (s *Store) now(args *[]any) string {
 func (s *Store) AcquireLease(ctx context.Context, threadID string, req checkpoint.LeaseRequest) error {
 	args := []any{threadID, req.Owner, req.RunID, req.TTL.Nanoseconds()}
 	now := s.now(&args)
-	n, err := s.writeOne(ctx, s.d.q(`INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at, cancel_requested)
+	n, err := s.writeOne(ctx, threadID, s.d.q(`INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at, cancel_requested)
 VALUES ($1, $2, $3, `+now+`, `+now+` + $4, 0)
 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, run_id = excluded.run_id,
 acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, cancel_requested = 0
@@ -77,7 +77,7 @@ func (s *Store) RenewLease(ctx context.Context, threadID, owner string, ttl time
 	args := []any{threadID, owner, ttl.Nanoseconds()}
 	now := s.now(&args)
 	var cancel int64
-	n, err := s.writeOne(ctx, s.d.q(`UPDATE weft_thread_leases SET expires_at = `+now+` + $3
+	n, err := s.writeOne(ctx, threadID, s.d.q(`UPDATE weft_thread_leases SET expires_at = `+now+` + $3
 WHERE thread_id = $1 AND owner = $2 RETURNING cancel_requested`), args, &cancel)
 	if err != nil {
 		return checkpoint.LeaseState{}, fmt.Errorf("checkpoint: renewing the lease of thread %q: %w", threadID, err)
@@ -90,7 +90,7 @@ WHERE thread_id = $1 AND owner = $2 RETURNING cancel_requested`), args, &cancel)
 
 // ReleaseLease implements checkpoint.LeaseDriver.
 func (s *Store) ReleaseLease(ctx context.Context, threadID, owner string) error {
-	if _, err := s.writeOne(ctx, s.d.q(`DELETE FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`), []any{threadID, owner}); err != nil {
+	if _, err := s.writeOne(ctx, threadID, s.d.q(`DELETE FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`), []any{threadID, owner}); err != nil {
 		return fmt.Errorf("checkpoint: releasing the lease of thread %q: %w", threadID, err)
 	}
 	return nil
@@ -100,7 +100,7 @@ func (s *Store) ReleaseLease(ctx context.Context, threadID, owner string) error 
 func (s *Store) RequestLeaseCancel(ctx context.Context, threadID string) (bool, error) {
 	args := []any{threadID}
 	now := s.now(&args)
-	n, err := s.writeOne(ctx, s.d.q(`UPDATE weft_thread_leases SET cancel_requested = 1 WHERE thread_id = $1 AND expires_at > `+now), args)
+	n, err := s.writeOne(ctx, threadID, s.d.q(`UPDATE weft_thread_leases SET cancel_requested = 1 WHERE thread_id = $1 AND expires_at > `+now), args)
 	if err != nil {
 		return false, fmt.Errorf("checkpoint: asking the holder of thread %q to cancel: %w", threadID, err)
 	}
