@@ -43,3 +43,35 @@ func TestBatchSelfParent(t *testing.T) {
 		t.Fatalf("a checkpoint put with itself as parent: alone %v, in a batch %v; want the same outcome", aloneErr, batchErr)
 	}
 }
+
+// A lease statement made in a batch (here a release, through the driver)
+// makes the batch's next fenced write check the lease again: the check
+// the batch made before may no longer hold.
+func TestBatchLeaseChangedInBatch(t *testing.T) {
+	ctx := context.Background()
+	_, s := newCounted(t, sqlstore.Options{})
+	l, err := s.Acquire(ctx, "t", checkpoint.LeaseOptions{Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	put := func(ctx context.Context, id string) error {
+		_, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"},
+			&checkpoint.Checkpoint{V: checkpoint.FormatVersion, ID: id, Versions: map[string]int64{}}, checkpoint.Metadata{Source: "loop"}, nil)
+		return err
+	}
+	var second error
+	err = s.Batch(checkpoint.WithLease(ctx, l), "t", func(ctx context.Context) error {
+		if err := put(ctx, "1"); err != nil {
+			return err
+		}
+		if err := s.Driver().(checkpoint.LeaseDriver).ReleaseLease(ctx, "t", "a"); err != nil {
+			return err
+		}
+		second = put(ctx, "2")
+		return second
+	})
+	if !errors.Is(second, checkpoint.ErrLeaseLost) || !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("a Put after its lease was released in the same batch returned %v (batch %v); want ErrLeaseLost", second, err)
+	}
+}
