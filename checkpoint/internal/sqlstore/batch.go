@@ -118,7 +118,10 @@ func (s *Store) writeOne(ctx context.Context, threadID, query string, args []any
 	if s.batchOf(ctx) == nil {
 		return s.db.WriteOne(ctx, query, args, dest...)
 	}
-	err = s.write(ctx, []string{threadID}, func(tx Tx, _ *batch) error {
+	err = s.write(ctx, []string{threadID}, func(tx Tx, b *batch) error {
+		// The lease may change hands: the batch's next fenced write
+		// checks it again.
+		b.fenced = nil
 		n, err = ExecOne(ctx, tx, query, args, dest...)
 		return err
 	})
