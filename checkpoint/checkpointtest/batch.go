@@ -278,6 +278,7 @@ func testBatch(t *testing.T, s *checkpoint.Saver) {
 		t.Fatalf("writes refused after their batch stored %d checkpoints", len(got))
 	}
 	wantErr(t, s.Batch(bg, "", func(context.Context) error { return nil }), checkpoint.ErrInvalid, "a batch without a thread")
+	wantErr(t, s.Batch(bg, "mine", nil), checkpoint.ErrInvalid, "a batch without a function")
 	// Nor does a lease of another thread go in it (it would be taken
 	// only if the batch commits).
 	err = s.Batch(bg, "mine", func(ctx context.Context) error {
