@@ -266,6 +266,9 @@ func (s *Saver) Batch(ctx context.Context, threadID string, fn func(ctx context.
 	if err := needThread("batch", threadID); err != nil {
 		return err
 	}
+	if fn == nil {
+		return fmt.Errorf("%w: batch of thread %q needs a function making its writes, got nil", ErrInvalid, threadID)
+	}
 	bd, ok := s.d.(BatchDriver)
 	if !ok {
 		return fn(ctx)
