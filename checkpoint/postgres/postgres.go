@@ -7,10 +7,11 @@
 //	saver := checkpoint.New(d)
 //
 // It uses a github.com/jackc/pgx/v5 connection pool. Statements are sent
-// with the extended protocol's unnamed statement (pgx's QueryExecModeExec),
-// never as named prepared statements, so the driver works behind PgBouncer
-// in transaction mode. A connection string that sets
-// default_query_exec_mode keeps its own choice.
+// as named prepared statements cached per connection (pgx's
+// QueryExecModeCacheStatement), so PostgreSQL parses and plans each once
+// per connection. Behind PgBouncer in transaction mode older than 1.21,
+// add default_query_exec_mode=exec to the connection string: statements
+// then go as the extended protocol's unnamed statement.
 //
 // Writes to a thread run under a transaction-scoped advisory lock on the
 // thread id, so writers of one thread, in any process, take turns; writers
@@ -88,7 +89,7 @@ func OpenOptions(ctx context.Context, url string, opts Options) (*Driver, error)
 
 // New returns a driver over an existing pool, which Close then closes. The
 // pool's connections should not cache prepared statements if a transaction
-// pooler sits in front of the database.
+// pooler older than PgBouncer 1.21 sits in front of the database.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	d := &Driver{pool: pool}
 	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconn.Describe(pool.Config().ConnConfig), cleanup: cleanupTimeout}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -66,6 +67,27 @@ func TestPoolConfigMaxConns(t *testing.T) {
 		}
 		if pc.MaxConns != want {
 			t.Errorf("%s: MaxConns %d, want %d", url, pc.MaxConns, want)
+		}
+	}
+}
+
+// A pool prepares its statements unless its URL names another mode (exec
+// for PgBouncer before 1.21).
+func TestPoolConfigExecMode(t *testing.T) {
+	for url, want := range map[string]pgx.QueryExecMode{
+		"postgres://u@localhost:5432/db":                                        pgx.QueryExecModeCacheStatement,
+		"postgres://u@localhost:5432/db?default_query_exec_mode=exec":           pgx.QueryExecModeExec,
+		"postgres://u@localhost:5432/db?default_query_exec_mode=cache_describe": pgx.QueryExecModeCacheDescribe,
+	} {
+		pc, err := PoolConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pc.ConnConfig.DefaultQueryExecMode; got != want {
+			t.Errorf("%s: exec mode %v, want %v", url, got, want)
+		}
+		if got := Prepares(pc.ConnConfig); got != (want == pgx.QueryExecModeCacheStatement) {
+			t.Errorf("%s: Prepares = %v", url, got)
 		}
 	}
 }

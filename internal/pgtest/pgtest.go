@@ -34,15 +34,28 @@ func ServerURL() string {
 	return DefaultURL
 }
 
-// Connect opens a connection without prepared statements, so tests also
-// run through PgBouncer in transaction mode.
+// Connect opens a connection with pgx's defaults, or what url says
+// (default_query_exec_mode=exec for PgBouncer in transaction mode before
+// 1.21).
 func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(url)
+	return pgx.Connect(ctx, url)
+}
+
+// ExecMode returns url, a postgres:// URL, asking for
+// default_query_exec_mode=exec: every statement goes as the extended
+// protocol's unnamed statement, never a named prepared one, as PgBouncer
+// in transaction mode before 1.21 needs. Tests run the default (prepared
+// statements) and, through ExecMode, this mode too.
+func ExecMode(t testing.TB, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
 	if err != nil {
-		return nil, err
+		t.Fatalf("the database's address must be a postgres:// URL: %v", err)
 	}
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
-	return pgx.ConnectConfig(ctx, cfg)
+	q := u.Query()
+	q.Set("default_query_exec_mode", "exec")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // NewDatabase creates a database named prefix plus a random suffix, drops

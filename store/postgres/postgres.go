@@ -16,9 +16,13 @@
 //   - Without it, vectors are stored as bytea of little-endian float32 and
 //     the Store ranks them exactly in memory (see store.VectorSource).
 //
-// Queries run in pgx's QueryExecModeExec by default: no named prepared
-// statements, so the backend works behind PgBouncer in transaction pooling
-// mode. A default_query_exec_mode in the connection string overrides it.
+// Queries run as named prepared statements cached per connection (pgx's
+// QueryExecModeCacheStatement): PostgreSQL parses and plans each query
+// text once per connection. The query texts vary only with the shape of a
+// filter, not its values, so the per-connection cache (512 statements)
+// holds them. Behind PgBouncer in transaction pooling mode older than 1.21,
+// add default_query_exec_mode=exec to the connection string: every query
+// then goes as the unnamed statement.
 package postgres
 
 import (
@@ -85,7 +89,8 @@ var (
 )
 
 // PoolConfig parses a connection string the way Open does: it sets
-// QueryExecModeExec unless the string names a default_query_exec_mode.
+// QueryExecModeCacheStatement unless the string names a
+// default_query_exec_mode.
 func PoolConfig(url string) (*pgxpool.Config, error) {
 	pc, err := pgconn.PoolConfig(url)
 	if err != nil {
@@ -133,7 +138,7 @@ func OpenWith(ctx context.Context, url string, cfg store.Config, opts Options) (
 // NewBackend migrates the database behind pool, sets up pgvector as opts
 // say, and returns a backend over it. Close leaves pool open.
 func NewBackend(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Backend, error) {
-	b := &Backend{Core: sqlstore.New(pgDB{pool}, Dialect), pool: pool, dims: opts.Dims}
+	b := &Backend{Core: sqlstore.New(newPGDB(pool), Dialect), pool: pool, dims: opts.Dims}
 	if err := b.Migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -203,7 +208,7 @@ const SchemaVersion = 1
 // other and each migration runs once; a database migrated by a newer weft is
 // an error.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return sqlstore.New(pgDB{pool}, Dialect).Migrate(ctx)
+	return sqlstore.New(newPGDB(pool), Dialect).Migrate(ctx)
 }
 
 // setupPGVector finds or creates the extension and, when it is there, adds
@@ -455,7 +460,18 @@ ORDER BY ` + dist + ` LIMIT ` + a.Add(k)
 }
 
 // pgDB adapts a pgx pool to sqlstore.DB.
-type pgDB struct{ pool *pgxpool.Pool }
+type pgDB struct {
+	pool *pgxpool.Pool
+	// describe asks read-only transactions for binary results through a
+	// describe round trip (pgx's QueryExecModeDescribeExec), for a pool
+	// that does not prepare statements, whose results otherwise come as
+	// text; a prepared statement gives binary results already.
+	describe bool
+}
+
+func newPGDB(pool *pgxpool.Pool) pgDB {
+	return pgDB{pool: pool, describe: !pgconn.Prepares(pool.Config().ConnConfig)}
+}
 
 func (p pgDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	return pgTx{q: p.pool}.Exec(ctx, query, args...)
@@ -466,9 +482,9 @@ func (p pgDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Ro
 }
 
 // Begin implements sqlstore.DB. A read-only transaction asks for binary
-// results (describe-exec: an unnamed statement, safe behind PgBouncer
-// because the transaction pins the connection); a migration holds a
-// transaction advisory lock.
+// results (see pgDB.describe; describe-exec is an unnamed statement, safe
+// behind PgBouncer because the transaction pins the connection); a
+// migration holds a transaction advisory lock.
 func (p pgDB) Begin(ctx context.Context, mode sqlstore.Mode, fn func(sqlstore.Tx) error) error {
 	opts := pgx.TxOptions{}
 	if mode == sqlstore.ReadOnly {
@@ -480,7 +496,7 @@ func (p pgDB) Begin(ctx context.Context, mode sqlstore.Mode, fn func(sqlstore.Tx
 				return err
 			}
 		}
-		return fn(pgTx{tx, mode == sqlstore.ReadOnly})
+		return fn(pgTx{tx, p.describe && mode == sqlstore.ReadOnly})
 	})
 }
 

@@ -75,6 +75,53 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// With default_query_exec_mode=exec in its URL (PgBouncer in transaction
+// mode before 1.21) the store behaves the same, without named prepared
+// statements.
+func TestConformanceExecMode(t *testing.T) {
+	db := newDatabase(t)
+	storetest.Run(t, func(t *testing.T, cfg store.Config) *store.Store {
+		ctx := context.Background()
+		pc, err := postgres.PoolConfig(pgtest.ExecMode(t, newSchema(t, db)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The store's Close leaves the pool open, and runs first.
+		t.Cleanup(func() {
+			defer pool.Close()
+			for _, c := range pool.AcquireAllIdle(ctx) {
+				var n int
+				if err := c.QueryRow(ctx, `SELECT COUNT(*) FROM pg_prepared_statements`).Scan(&n); err != nil {
+					t.Error(err)
+				} else if n != 0 {
+					t.Errorf("a connection in exec mode holds %d prepared statements; want none", n)
+				}
+				c.Release()
+			}
+		})
+		opts := postgres.Options{}
+		if cfg.Index != nil {
+			opts.Dims = cfg.Index.Dims
+			if opts.Dims == 0 && cfg.Index.Embedder != nil {
+				opts.Dims = cfg.Index.Embedder.Dims()
+			}
+		}
+		b, err := postgres.NewBackend(ctx, pool, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.New(b, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 func TestShared(t *testing.T) {
 	storetest.RunShared(t, func(t *testing.T, cfg store.Config) (*store.Store, *store.Store) {
 		url := newSchema(t, newDatabase(t))
