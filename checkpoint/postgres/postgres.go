@@ -30,15 +30,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
-	"github.com/weftlabs/weft/internal/pgconn"
+	pgconnx "github.com/weftlabs/weft/internal/pgconn"
 )
 
 // Options tune Open.
@@ -76,7 +76,7 @@ func OpenOptions(ctx context.Context, url string, opts Options) (*Driver, error)
 	if url == "" {
 		return nil, fmt.Errorf("%w: postgres.Open needs a connection string, got none", checkpoint.ErrInvalid)
 	}
-	cfg, err := pgconn.PoolConfig(url)
+	cfg, err := pgconnx.PoolConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("%w: postgres connection string: %v", checkpoint.ErrInvalid, err)
 	}
@@ -92,7 +92,7 @@ func OpenOptions(ctx context.Context, url string, opts Options) (*Driver, error)
 // pooler older than PgBouncer 1.21 sits in front of the database.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	d := &Driver{pool: pool}
-	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconn.Describe(pool.Config().ConnConfig), cleanup: cleanupTimeout}
+	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconnx.Describe(pool.Config().ConnConfig), cleanup: cleanupTimeout}
 	d.Store = sqlstore.New(db, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -146,7 +146,7 @@ var Dialect = &sqlstore.Dialect{
 
 type pgDB struct {
 	pool *pgxpool.Pool
-	// what names the database in errors (pgconn.Describe).
+	// what names the database in errors (pgconnx.Describe).
 	what string
 	// cleanup bounds the rollback of a failed write (the caller's context
 	// may have ended) and the closing of a connection in an unknown
@@ -166,67 +166,83 @@ func (p pgDB) explain(err error) error {
 			return err
 		}
 	}
-	return pgconn.Explain(p.what, err)
+	return pgconnx.Explain(p.what, err)
 }
 
-// Write begins the transaction and takes the advisory locks in one round
-// trip, then runs fn.
+// Write runs fn in a transaction that holds the advisory locks of keys.
+// BEGIN and the locks go out with fn's first statement, and fn's last
+// batch with COMMIT (see pgTx): a checkpoint's Put takes two round trips.
 func (p pgDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) error {
-	return p.explain(p.write(ctx, keys, fn))
+	return p.explain(p.run(ctx, "BEGIN", keys, fn))
 }
 
-func (p pgDB) write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) (err error) {
+// Read runs fn in a read-only transaction that sees one snapshot, begun
+// with fn's first statement.
+func (p pgDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return p.explain(p.run(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", nil, fn))
+}
+
+// lockSQL takes a thread's (or the migrations') write lock until the
+// transaction ends. One statement text for every key, so it is prepared
+// once per connection.
+const lockSQL = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
+
+// lockKey is the text whose hash lockSQL locks for key.
+func lockKey(key string) string { return "weft.checkpoint:" + key }
+
+// run runs fn in a transaction begun by begin, holding the advisory locks
+// of keys, on a connection of its own. A connection whose state is not
+// known after a failure (its rollback failed, or did not answer within
+// p.cleanup) is closed, never returned to the pool.
+func (p pgDB) run(ctx context.Context, begin string, keys []string, fn func(sqlstore.Tx) error) (err error) {
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	var b strings.Builder
-	b.WriteString("BEGIN")
+	t := &pgTx{c: conn.Conn()}
+	t.queue(begin)
 	for _, k := range keys {
-		// A literal, so BEGIN and the locks go as one simple-protocol
-		// message.
-		b.WriteString("; SELECT pg_advisory_xact_lock(hashtextextended('")
-		b.WriteString(strings.ReplaceAll("weft.checkpoint:"+k, "'", "''"))
-		b.WriteString("', 0))")
-	}
-	// Closing and rolling back must not wait for a connection that
-	// stopped answering: past the bound, the connection is dropped, and
-	// the server rolls the transaction back when it notices.
-	bounded := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), p.cleanup)
-	}
-	drop := func() {
-		cctx, cancel := bounded()
-		defer cancel()
-		conn.Conn().PgConn().Close(cctx)
-	}
-	if err := conn.Conn().PgConn().Exec(ctx, b.String()).Close(); err != nil {
-		// The connection is in an unknown state: do not reuse it.
-		drop()
-		return err
+		t.queue(lockSQL, lockKey(k))
 	}
 	defer func() {
-		if err != nil {
-			rctx, cancel := bounded()
-			defer cancel()
-			if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
-				drop()
-			}
+		if err != nil && t.sent {
+			p.rollback(ctx, conn.Conn())
 		}
 	}()
-	if err := fn(pgTx{conn.Conn()}); err != nil {
+	if err := fn(t); err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, "COMMIT")
+	if !t.sent && len(t.pending) == 1+len(keys) {
+		// fn ran no statement: there is no transaction to end.
+		return nil
+	}
+	t.queue("COMMIT")
+	n, err := t.Exec(ctx, "")
+	if err == nil && n == rolledBack {
+		// The transaction had failed (a statement's error fn did not
+		// return): PostgreSQL answers COMMIT by rolling it back.
+		err = errRolledBack
+	}
 	return err
 }
 
-func (p pgDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	return p.explain(pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		return fn(pgTx{tx.Conn()})
-	}))
+// rollback ends a failed transaction. It must not wait for a connection
+// that stopped answering: past p.cleanup the connection is closed, and
+// the server rolls the transaction back when it notices.
+func (p pgDB) rollback(ctx context.Context, c *pgx.Conn) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cleanup)
+	defer cancel()
+	if _, err := c.Exec(rctx, "ROLLBACK"); err != nil {
+		c.PgConn().Close(rctx)
+	}
 }
+
+// errRolledBack reports a COMMIT that PostgreSQL answered with ROLLBACK.
+var errRolledBack = errors.New("the transaction was rolled back at COMMIT: one of its statements had failed")
+
+// rolledBack is pgTx.Exec's count for a COMMIT answered with ROLLBACK.
+const rolledBack = -1
 
 // WriteOne runs one statement outside an explicit transaction: one round
 // trip.
@@ -245,33 +261,136 @@ func (p pgDB) WriteOne(ctx context.Context, query string, args []any, dest ...an
 	return 1, nil
 }
 
-type pgTx struct{ c *pgx.Conn }
+// pgTx runs a transaction's statements on one connection, pipelined: the
+// statements queued (BEGIN and the locks, then the batches of ExecBatch)
+// go out with the next Exec or Query, or with COMMIT, in one round trip.
+// An error of a queued statement is returned by the call that sent it;
+// PostgreSQL skips what follows it in the pipeline, and the transaction
+// fails as a whole.
+type pgTx struct {
+	c       *pgx.Conn
+	pending []sqlstore.Stmt
+	// sent is set once a statement has gone to the server: the
+	// transaction may have begun.
+	sent bool
+}
 
-func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := t.c.Exec(ctx, query, args...)
+func (t *pgTx) queue(query string, args ...any) {
+	t.pending = append(t.pending, sqlstore.Stmt{Query: query, Args: args})
+}
+
+// send sends the queued statements, then query if it is not empty, in one
+// batch, and reads the results of all but the last. On an error the batch
+// is read to its end.
+func (t *pgTx) send(ctx context.Context, query string, args []any) (pgx.BatchResults, error) {
+	var b pgx.Batch
+	for _, st := range t.pending {
+		b.Queue(st.Query, st.Args...)
+	}
+	if query != "" {
+		b.Queue(query, args...)
+	}
+	t.pending = t.pending[:0]
+	t.sent = true
+	br := t.c.SendBatch(ctx, &b)
+	for range b.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// Exec runs a statement after the queued ones; with query "" it sends the
+// queued ones only and returns the last one's count.
+func (t *pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if len(t.pending) == 0 {
+		t.sent = true
+		tag, err := t.c.Exec(ctx, query, args...)
+		if err != nil {
+			return 0, err
+		}
+		return count(tag), nil
+	}
+	br, err := t.send(ctx, query, args)
 	if err != nil {
 		return 0, err
 	}
-	return tag.RowsAffected(), nil
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return count(tag), nil
 }
 
-func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	rows, err := t.c.Query(ctx, query, args...)
+// count is the rows a statement changed, or rolledBack.
+func count(tag pgconn.CommandTag) int64 {
+	if tag.String() == "ROLLBACK" {
+		return rolledBack
+	}
+	return tag.RowsAffected()
+}
+
+func (t *pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if len(t.pending) == 0 {
+		t.sent = true
+		rows, err := t.c.Query(ctx, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		return rows, nil
+	}
+	br, err := t.send(ctx, query, args)
 	if err != nil {
 		return nil, err
 	}
-	return rows, nil
+	rows, err := br.Query()
+	if err != nil {
+		rows.Close()
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
 }
 
-// ExecBatch pipelines the statements: one round trip for all of them.
-func (t pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
-	if len(stmts) == 1 {
-		_, err := t.c.Exec(ctx, stmts[0].Query, stmts[0].Args...)
+// ExecBatch queues the statements: they go out with the next statement,
+// or with COMMIT.
+func (t *pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	t.pending = append(t.pending, stmts...)
+	return nil
+}
+
+// batchRows are a query's rows read from a batch: closing them reads the
+// rest of the batch, whose error Err then reports.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		r.err = r.br.Close()
+		r.br = nil
+	}
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
 		return err
 	}
-	var b pgx.Batch
-	for _, st := range stmts {
-		b.Queue(st.Query, st.Args...)
-	}
-	return t.c.SendBatch(ctx, &b).Close()
+	return r.err
 }

@@ -109,6 +109,11 @@ func TestRollbackOnStalledConnectionIsBounded(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- db.Write(ctx, []string{"t"}, func(tx sqlstore.Tx) error {
+			// A statement begins the transaction, which must then be
+			// rolled back.
+			if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
+				return err
+			}
 			f.frozen.Store(true)
 			return failure
 		})
