@@ -89,7 +89,9 @@ func TestWritePipeline(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx := context.Background()
 			db := txDB(t, mode.exec)
-			insert := func(k int) sqlstore.Stmt { return sqlstore.Stmt{Query: "INSERT INTO t (k) VALUES ($1)", Args: []any{k}} }
+			insert := func(k int) sqlstore.Stmt {
+				return sqlstore.Stmt{Query: "INSERT INTO t (k) VALUES ($1)", Args: []any{k}}
+			}
 			unique := func(t *testing.T, err error) {
 				t.Helper()
 				var pe *pgconn.PgError
