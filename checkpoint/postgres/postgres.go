@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -171,7 +170,8 @@ func (p pgDB) explain(err error) error {
 
 // Write runs fn in a transaction that holds the advisory locks of keys.
 // BEGIN and the locks go out with fn's first statement, and fn's last
-// batch with COMMIT (see pgTx): a checkpoint's Put takes two round trips.
+// batch with COMMIT (pgconnx.Tx): a checkpoint's Put takes three round
+// trips (its fenced read, the blobs it may share, its writes with COMMIT).
 func (p pgDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) error {
 	return p.explain(p.run(ctx, "BEGIN", keys, fn))
 }
@@ -191,58 +191,16 @@ const lockSQL = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
 func lockKey(key string) string { return "weft.checkpoint:" + key }
 
 // run runs fn in a transaction begun by begin, holding the advisory locks
-// of keys, on a connection of its own. A connection whose state is not
-// known after a failure (its rollback failed, or did not answer within
-// p.cleanup) is closed, never returned to the pool.
-func (p pgDB) run(ctx context.Context, begin string, keys []string, fn func(sqlstore.Tx) error) (err error) {
-	conn, err := p.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	t := &pgTx{c: conn.Conn()}
-	t.queue(begin)
+// of keys (pgconnx.RunTx).
+func (p pgDB) run(ctx context.Context, begin string, keys []string, fn func(sqlstore.Tx) error) error {
+	var lead []pgconnx.Stmt
 	for _, k := range keys {
-		t.queue(lockSQL, lockKey(k))
+		lead = append(lead, pgconnx.Stmt{Query: lockSQL, Args: []any{lockKey(k)}})
 	}
-	defer func() {
-		if err != nil && t.sent {
-			p.rollback(ctx, conn.Conn())
-		}
-	}()
-	if err := fn(t); err != nil {
-		return err
-	}
-	if !t.sent && len(t.pending) == 1+len(keys) {
-		// fn ran no statement: there is no transaction to end.
-		return nil
-	}
-	t.queue("COMMIT")
-	n, err := t.Exec(ctx, "")
-	if err == nil && n == rolledBack {
-		// The transaction had failed (a statement's error fn did not
-		// return): PostgreSQL answers COMMIT by rolling it back.
-		err = errRolledBack
-	}
-	return err
+	return pgconnx.RunTx(ctx, p.pool, p.cleanup, begin, lead, func(t *pgconnx.Tx) error {
+		return fn(pgTx{t})
+	})
 }
-
-// rollback ends a failed transaction. It must not wait for a connection
-// that stopped answering: past p.cleanup the connection is closed, and
-// the server rolls the transaction back when it notices.
-func (p pgDB) rollback(ctx context.Context, c *pgx.Conn) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cleanup)
-	defer cancel()
-	if _, err := c.Exec(rctx, "ROLLBACK"); err != nil {
-		c.PgConn().Close(rctx)
-	}
-}
-
-// errRolledBack reports a COMMIT that PostgreSQL answered with ROLLBACK.
-var errRolledBack = errors.New("the transaction was rolled back at COMMIT: one of its statements had failed")
-
-// rolledBack is pgTx.Exec's count for a COMMIT answered with ROLLBACK.
-const rolledBack = -1
 
 // WriteOne runs one statement outside an explicit transaction: one round
 // trip.
@@ -261,136 +219,30 @@ func (p pgDB) WriteOne(ctx context.Context, query string, args []any, dest ...an
 	return 1, nil
 }
 
-// pgTx runs a transaction's statements on one connection, pipelined: the
-// statements queued (BEGIN and the locks, then the batches of ExecBatch)
-// go out with the next Exec or Query, or with COMMIT, in one round trip.
-// An error of a queued statement is returned by the call that sent it;
-// PostgreSQL skips what follows it in the pipeline, and the transaction
-// fails as a whole.
-type pgTx struct {
-	c       *pgx.Conn
-	pending []sqlstore.Stmt
-	// sent is set once a statement has gone to the server: the
-	// transaction may have begun.
-	sent bool
-}
+// pgTx is a write's or a read's transaction, pipelined (pgconnx.Tx).
+type pgTx struct{ t *pgconnx.Tx }
 
-func (t *pgTx) queue(query string, args ...any) {
-	t.pending = append(t.pending, sqlstore.Stmt{Query: query, Args: args})
-}
-
-// send sends the queued statements, then query if it is not empty, in one
-// batch, and reads the results of all but the last. On an error the batch
-// is read to its end.
-func (t *pgTx) send(ctx context.Context, query string, args []any) (pgx.BatchResults, error) {
-	var b pgx.Batch
-	for _, st := range t.pending {
-		b.Queue(st.Query, st.Args...)
-	}
-	if query != "" {
-		b.Queue(query, args...)
-	}
-	t.pending = t.pending[:0]
-	t.sent = true
-	br := t.c.SendBatch(ctx, &b)
-	for range b.Len() - 1 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, err
-		}
-	}
-	return br, nil
-}
-
-// Exec runs a statement after the queued ones; with query "" it sends the
-// queued ones only and returns the last one's count.
-func (t *pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	if len(t.pending) == 0 {
-		t.sent = true
-		tag, err := t.c.Exec(ctx, query, args...)
-		if err != nil {
-			return 0, err
-		}
-		return count(tag), nil
-	}
-	br, err := t.send(ctx, query, args)
+func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := t.t.Exec(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	return count(tag), nil
+	return tag.RowsAffected(), nil
 }
 
-// count is the rows a statement changed, or rolledBack.
-func count(tag pgconn.CommandTag) int64 {
-	if tag.String() == "ROLLBACK" {
-		return rolledBack
-	}
-	return tag.RowsAffected()
-}
-
-func (t *pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	if len(t.pending) == 0 {
-		t.sent = true
-		rows, err := t.c.Query(ctx, query, args...)
-		if err != nil {
-			return nil, err
-		}
-		return rows, nil
-	}
-	br, err := t.send(ctx, query, args)
+func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := t.t.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := br.Query()
-	if err != nil {
-		rows.Close()
-		br.Close()
-		return nil, err
-	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return rows, nil
 }
 
 // ExecBatch queues the statements: they go out with the next statement,
-// or with COMMIT.
-func (t *pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
-	t.pending = append(t.pending, stmts...)
+// or with COMMIT, in one round trip.
+func (t pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	for _, st := range stmts {
+		t.t.Queue(st.Query, st.Args...)
+	}
 	return nil
-}
-
-// batchRows are a query's rows read from a batch: closing them reads the
-// rest of the batch, whose error Err then reports.
-type batchRows struct {
-	pgx.Rows
-	br  pgx.BatchResults
-	err error
-}
-
-func (r *batchRows) Next() bool {
-	if r.Rows.Next() {
-		return true
-	}
-	r.Close()
-	return false
-}
-
-func (r *batchRows) Close() {
-	r.Rows.Close()
-	if r.br != nil {
-		r.err = r.br.Close()
-		r.br = nil
-	}
-}
-
-func (r *batchRows) Err() error {
-	if err := r.Rows.Err(); err != nil {
-		return err
-	}
-	return r.err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+	pgconnx "github.com/weftlabs/weft/internal/pgconn"
 	"github.com/weftlabs/weft/internal/pgtest"
 )
 
@@ -145,8 +146,8 @@ func TestWritePipeline(t *testing.T) {
 				tx.Exec(ctx, "INSERT INTO t (k) VALUES ($1)", 3)
 				return nil
 			})
-			if !errors.Is(err, errRolledBack) {
-				t.Fatalf("Write = %v; want errRolledBack", err)
+			if !errors.Is(err, pgconnx.ErrRolledBack) {
+				t.Fatalf("Write = %v; want pgconnx.ErrRolledBack", err)
 			}
 			idle(t, db)
 

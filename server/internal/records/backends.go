@@ -8,10 +8,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/weftlabs/weft/internal/pgconn"
 	"github.com/weftlabs/weft/internal/sqldb"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -126,8 +129,16 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store
 
 type pgDB struct{ pool *pgxpool.Pool }
 
+// pgCleanup bounds the rollback of a failed write, whose caller's context
+// may have ended (pgconn.RunTx).
+const pgCleanup = 5 * time.Second
+
+// Write runs fn in a transaction whose BEGIN goes out with its first
+// statement, and COMMIT with the savepoint it left queued
+// (pgconn.RunTx): a batch of writes pays no round trip for its BEGIN,
+// its COMMIT or its savepoints.
 func (d pgDB) Write(ctx context.Context, fn func(Tx) error) error {
-	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(pgTx{tx}) })
+	return pgconn.RunTx(ctx, d.pool, pgCleanup, "BEGIN", nil, func(tx *pgconn.Tx) error { return fn(pgTx{tx}) })
 }
 
 // Read runs fn on the pool without a transaction: the reads are single
@@ -135,9 +146,17 @@ func (d pgDB) Write(ctx context.Context, fn func(Tx) error) error {
 // a transaction would cost two more round trips each time.
 func (d pgDB) Read(ctx context.Context, fn func(Tx) error) error { return fn(pgPool(d)) }
 
-type pgTx struct{ tx pgx.Tx }
+type pgTx struct{ tx *pgconn.Tx }
 
+// Exec runs a statement. A savepoint's SAVEPOINT and RELEASE, which
+// answer nothing the caller reads, are queued to go out with the next
+// statement (pgconn.Tx): should one fail, the next statement fails with
+// it, the transaction is aborted, and COMMIT tells.
 func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if len(args) == 0 && (strings.HasPrefix(query, "SAVEPOINT ") || strings.HasPrefix(query, "RELEASE SAVEPOINT ")) {
+		t.tx.Queue(query)
+		return 0, nil
+	}
 	tag, err := t.tx.Exec(ctx, query, args...)
 	return tag.RowsAffected(), err
 }
