@@ -91,7 +91,7 @@ func OpenOptions(ctx context.Context, url string, opts Options) (*Driver, error)
 // pooler older than PgBouncer 1.21 sits in front of the database.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Driver, error) {
 	d := &Driver{pool: pool}
-	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconnx.Describe(pool.Config().ConnConfig), cleanup: cleanupTimeout}
+	db := pgDB{pool: pool, what: "checkpoint/postgres: " + pgconnx.Describe(pool.Config().ConnConfig), cleanup: cleanupTimeout, groups: newGroups()}
 	d.Store = sqlstore.New(db, Dialect, sqlstore.Options{SnapshotEvery: opts.SnapshotEvery})
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -147,6 +147,9 @@ type pgDB struct {
 	pool *pgxpool.Pool
 	// what names the database in errors (pgconnx.Describe).
 	what string
+	// groups queues the writers of one thread for group commit; nil
+	// runs every write alone.
+	groups *groups
 	// cleanup bounds the rollback of a failed write (the caller's context
 	// may have ended) and the closing of a connection in an unknown
 	// state.
@@ -172,8 +175,14 @@ func (p pgDB) explain(err error) error {
 // BEGIN and the locks go out with fn's first statement, and fn's last
 // batch with COMMIT (pgconnx.Tx): a checkpoint's Put takes three round
 // trips (its fenced read, the blobs it may share, its writes with COMMIT).
+//
+// Writes of one thread are group-committed (see group.go); writes of
+// several threads at once run alone.
 func (p pgDB) Write(ctx context.Context, keys []string, fn func(sqlstore.Tx) error) error {
-	return p.explain(p.run(ctx, "BEGIN", keys, fn))
+	if p.groups == nil || len(keys) != 1 {
+		return p.explain(p.run(ctx, "BEGIN", keys, fn))
+	}
+	return p.explain(p.submit(&writeReq{ctx: ctx, key: keys[0], fn: fn}))
 }
 
 // Read runs fn in a read-only transaction that sees one snapshot, begun
@@ -198,7 +207,7 @@ func (p pgDB) run(ctx context.Context, begin string, keys []string, fn func(sqls
 		lead = append(lead, pgconnx.Stmt{Query: lockSQL, Args: []any{lockKey(k)}})
 	}
 	return pgconnx.RunTx(ctx, p.pool, p.cleanup, begin, lead, func(t *pgconnx.Tx) error {
-		return fn(pgTx{t})
+		return fn(pgTx{t: t})
 	})
 }
 
@@ -220,9 +229,32 @@ func (p pgDB) WriteOne(ctx context.Context, query string, args []any, dest ...an
 }
 
 // pgTx is a write's or a read's transaction, pipelined (pgconnx.Tx).
-type pgTx struct{ t *pgconnx.Tx }
+type pgTx struct {
+	t *pgconnx.Tx
+	// group, for a writer of a group commit, is the context the group's
+	// statements run under, in place of the writer's own: cancelling one
+	// writer's context must not break the connection the others share.
+	// The writer's context is still checked before each statement.
+	group context.Context
+}
+
+// context is the context a statement of the writer whose context is ctx
+// runs under.
+func (t pgTx) context(ctx context.Context) (context.Context, error) {
+	if t.group == nil {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return t.group, nil
+}
 
 func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	ctx, err := t.context(ctx)
+	if err != nil {
+		return 0, err
+	}
 	tag, err := t.t.Exec(ctx, query, args...)
 	if err != nil {
 		return 0, err
@@ -231,6 +263,10 @@ func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	ctx, err := t.context(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := t.t.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -241,6 +277,9 @@ func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Ro
 // ExecBatch queues the statements: they go out with the next statement,
 // or with COMMIT, in one round trip.
 func (t pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	if _, err := t.context(ctx); err != nil {
+		return err
+	}
 	for _, st := range stmts {
 		t.t.Queue(st.Query, st.Args...)
 	}

@@ -31,6 +31,8 @@ type Tx struct {
 	// sent is set once a statement has gone to the server: the
 	// transaction may have begun.
 	sent bool
+	// sends counts the round trips that sent statements.
+	sends int
 }
 
 // ErrRolledBack reports a COMMIT that PostgreSQL answered by rolling the
@@ -76,10 +78,20 @@ func (t *Tx) QueueAll(stmts []Stmt) {
 	t.pending = append(t.pending, stmts...)
 }
 
+// Queued is the number of statements queued and not sent.
+func (t *Tx) Queued() int { return len(t.pending) }
+
+// Sends is the number of round trips that sent statements so far.
+func (t *Tx) Sends() int { return t.sends }
+
+// Unqueue drops the statements queued after the first n.
+func (t *Tx) Unqueue(n int) { t.pending = t.pending[:n] }
+
 // Exec runs a statement after the queued ones.
 func (t *Tx) Exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
 	if len(t.pending) == 0 {
 		t.sent = true
+		t.sends++
 		return t.c.Exec(ctx, query, args...)
 	}
 	br, err := t.send(ctx, query, args)
@@ -97,6 +109,7 @@ func (t *Tx) Exec(ctx context.Context, query string, args ...any) (pgconn.Comman
 func (t *Tx) Query(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
 	if len(t.pending) == 0 {
 		t.sent = true
+		t.sends++
 		return t.c.Query(ctx, query, args...)
 	}
 	br, err := t.send(ctx, query, args)
@@ -122,6 +135,7 @@ func (t *Tx) send(ctx context.Context, query string, args []any) (pgx.BatchResul
 	b.Queue(query, args...)
 	t.pending = t.pending[:0]
 	t.sent = true
+	t.sends++
 	br := t.c.SendBatch(ctx, &b)
 	for range b.Len() - 1 {
 		if _, err := br.Exec(); err != nil {
