@@ -14,8 +14,12 @@
 // then go as the extended protocol's unnamed statement.
 //
 // Writes to a thread run under a transaction-scoped advisory lock on the
-// thread id, so writers of one thread, in any process, take turns; writers
-// of different threads do not wait for each other. Schema migrations run
+// thread id, so writers of one thread, in any process, take turns. A write
+// is pipelined (BEGIN and the lock go with its first statement, COMMIT
+// with its last), and writes of different threads that queue while the
+// driver's few write transactions run are committed together, each in a
+// savepoint of its own (group commit; see group.go and
+// docs/persistence.md). Schema migrations run
 // under an advisory lock too, so several processes may start at once.
 //
 // Runs own their thread through a lease row (weft_thread_leases) whose
