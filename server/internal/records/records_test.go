@@ -19,7 +19,8 @@ import (
 
 // backends opens a fresh Store on every backend: an SQLite file shared
 // with a checkpoint driver (as the server opens it), the in-memory
-// database, and PostgreSQL (skipped without a server, except in CI).
+// database, and PostgreSQL, with prepared statements and without
+// (skipped without a server, except in CI).
 var backends = []struct {
 	name string
 	open func(t *testing.T) *Store
@@ -49,6 +50,22 @@ var backends = []struct {
 	{"postgres", func(t *testing.T) *Store {
 		ctx := context.Background()
 		d, err := postgres.Open(ctx, pgtest.NewDatabase(t, "weft_records_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		s, err := OpenPostgres(ctx, d.Pool(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}},
+	// Without named prepared statements, as PgBouncer in transaction
+	// mode before 1.21 needs.
+	{"postgres-exec", func(t *testing.T) *Store {
+		ctx := context.Background()
+		d, err := postgres.Open(ctx, pgtest.ExecMode(t, pgtest.NewDatabase(t, "weft_records_")))
 		if err != nil {
 			t.Fatal(err)
 		}
