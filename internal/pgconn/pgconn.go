@@ -1,5 +1,6 @@
-// Package pgconn holds what weft's PostgreSQL packages share about
-// connecting.
+// Package pgconn holds what weft's PostgreSQL packages share: how they
+// connect (PoolConfig), how they name the database in errors (Describe,
+// Explain), and their pipelined transactions (Tx, RunTx).
 package pgconn
 
 import (

@@ -25,8 +25,8 @@ type Stmt struct {
 type Tx struct {
 	c       *pgx.Conn
 	pending []Stmt
-	// lead counts the statements queued by Begin, which need no
-	// transaction of their own if no other statement follows.
+	// lead counts the statements RunTx queued (begin and its lead),
+	// which need not be sent if no other statement follows.
 	lead int
 	// sent is set once a statement has gone to the server: the
 	// transaction may have begun.
@@ -71,11 +71,6 @@ func RunTx(ctx context.Context, pool *pgxpool.Pool, cleanup time.Duration, begin
 // Queue queues a statement to go out with the next one.
 func (t *Tx) Queue(query string, args ...any) {
 	t.pending = append(t.pending, Stmt{Query: query, Args: args})
-}
-
-// QueueAll queues statements to go out with the next one.
-func (t *Tx) QueueAll(stmts []Stmt) {
-	t.pending = append(t.pending, stmts...)
 }
 
 // Queued is the number of statements queued and not sent.
