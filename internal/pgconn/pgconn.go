@@ -23,7 +23,8 @@ import (
 // statement as the extended protocol's unnamed statement, for PgBouncer in
 // transaction mode before version 1.21 (from 1.21 on, PgBouncer keeps
 // prepared statements across its server connections when
-// max_prepared_statements is set, and the default works). The pool holds
+// max_prepared_statements is above 0, its default from 1.22, and the
+// default works). The pool holds
 // up to DefaultMaxConns connections unless the string sets
 // pool_max_conns. The error is pgxpool's, for callers to wrap.
 func PoolConfig(url string) (*pgxpool.Config, error) {
