@@ -55,6 +55,8 @@ type writeReq struct {
 	fn   func(sqlstore.Tx) error
 	err  error
 	done chan struct{}
+	// taken is set, under groups.mu, when a group takes the writer.
+	taken bool
 }
 
 // groups queues the writers waiting for a committer.
@@ -84,13 +86,25 @@ func (p pgDB) submit(r *writeReq) error {
 			n := min(len(g.waiting), maxGroup)
 			group := slices.Clone(g.waiting[:n])
 			g.waiting = append(g.waiting[:0], g.waiting[n:]...)
+			for _, w := range group {
+				w.taken = true
+			}
 			g.mu.Unlock()
 			if len(group) > 0 {
 				p.runGroup(group)
 			}
 			<-g.slots
-			// r was in this group or another; or, behind a full group,
-			// it waits for the next.
+			g.mu.Lock()
+			taken := r.taken
+			g.mu.Unlock()
+			if taken {
+				// In this group or another: its outcome is decided
+				// there. (Looping for a slot would spin while another
+				// group runs.)
+				<-r.done
+				return r.err
+			}
+			// Behind a full group, it waits for the next.
 		case <-r.ctx.Done():
 			g.mu.Lock()
 			if i := slices.Index(g.waiting, r); i >= 0 {
