@@ -33,7 +33,7 @@ import (
 // groupCommitters bounds the write transactions of a driver in flight:
 // enough to keep PostgreSQL's cores busy while others wait for their WAL
 // flush, few enough that writers queue, and are grouped, under load.
-const groupCommitters = 4
+const groupCommitters = 8
 
 // maxGroup bounds the writers committed together: each runs in a
 // subtransaction, and PostgreSQL tracks up to 64 of a transaction's
