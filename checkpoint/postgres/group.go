@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -57,6 +58,32 @@ type writeReq struct {
 	done chan struct{}
 	// taken is set, under groups.mu, when a group takes the writer.
 	taken bool
+	// panicked holds what fn panicked with, in the goroutine that ran the
+	// group, for the writer's own goroutine to panic with (result).
+	panicked any
+}
+
+// errPanicked is a writer's error when its function panicked.
+var errPanicked = errors.New("checkpoint/postgres: the write's function panicked")
+
+// guard runs f, which calls r's function, and keeps a panic of it in r.
+func (r *writeReq) guard(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked = v
+			err = errPanicked
+		}
+	}()
+	return f()
+}
+
+// result is r's outcome once done is closed: its error, or its panic
+// raised again in the writer's goroutine.
+func (r *writeReq) result() error {
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.err
 }
 
 // groups queues the writers waiting for a committer.
@@ -80,7 +107,7 @@ func (p pgDB) submit(r *writeReq) error {
 	for {
 		select {
 		case <-r.done:
-			return r.err
+			return r.result()
 		case g.slots <- struct{}{}:
 			g.mu.Lock()
 			n := min(len(g.waiting), maxGroup)
@@ -102,7 +129,7 @@ func (p pgDB) submit(r *writeReq) error {
 				// there. (Looping for a slot would spin while another
 				// group runs.)
 				<-r.done
-				return r.err
+				return r.result()
 			}
 			// Behind a full group, it waits for the next.
 		case <-r.ctx.Done():
@@ -115,7 +142,7 @@ func (p pgDB) submit(r *writeReq) error {
 			g.mu.Unlock()
 			// A group holds it already: its outcome is decided there.
 			<-r.done
-			return r.err
+			return r.result()
 		}
 	}
 }
@@ -129,7 +156,7 @@ func (p pgDB) runGroup(group []*writeReq) {
 	}()
 	if len(group) == 1 {
 		r := group[0]
-		r.err = p.run(r.ctx, "BEGIN", []string{r.key}, r.fn)
+		r.err = r.guard(func() error { return p.run(r.ctx, "BEGIN", []string{r.key}, r.fn) })
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
@@ -153,7 +180,7 @@ func (p pgDB) runGroup(group []*writeReq) {
 			}
 			mark, sends := t.Queued(), t.Sends()
 			t.Queue("SAVEPOINT " + groupSavepoint)
-			if r.err = r.fn(pgTx{t: t, group: ctx}); r.err != nil {
+			if r.err = r.guard(func() error { return r.fn(pgTx{t: t, group: ctx}) }); r.err != nil {
 				if t.Sends() == sends {
 					// Nothing of the writer's was sent: forget it.
 					t.Unqueue(mark)
@@ -179,7 +206,7 @@ func (p pgDB) runGroup(group []*writeReq) {
 	// Nothing was committed: the other writers try alone.
 	for i, r := range group {
 		if !failed[i] {
-			r.err = p.run(r.ctx, "BEGIN", []string{r.key}, r.fn)
+			r.err = r.guard(func() error { return p.run(r.ctx, "BEGIN", []string{r.key}, r.fn) })
 		}
 	}
 }

@@ -127,3 +127,51 @@ func TestGroupCommitIsolatesWriters(t *testing.T) {
 		})
 	}
 }
+
+// A writer whose function panics panics in its own goroutine, as it would
+// alone, and its group's other writers commit.
+func TestGroupCommitWriterPanics(t *testing.T) {
+	db := txDB(t, false)
+	db.groups = newGroups()
+	ctx := context.Background()
+	for range groupCommitters {
+		db.groups.slots <- struct{}{}
+	}
+	const n = 4
+	errs := make([]error, n)
+	panics := make([]any, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { panics[i] = recover() }()
+			errs[i] = db.Write(ctx, []string{fmt.Sprint("thread", i)}, func(tx sqlstore.Tx) error {
+				if _, err := tx.Exec(ctx, "INSERT INTO t (k) VALUES ($1)", i); err != nil {
+					return err
+				}
+				if i == 1 {
+					panic("test: writer 1 panics")
+				}
+				return nil
+			})
+		}()
+	}
+	queued(db, n)
+	for range groupCommitters {
+		<-db.groups.slots
+	}
+	wg.Wait()
+	for i := range n {
+		switch {
+		case i == 1 && panics[i] != "test: writer 1 panics":
+			t.Errorf("writer 1 recovered %v; want its panic", panics[i])
+		case i != 1 && (panics[i] != nil || errs[i] != nil):
+			t.Errorf("writer %d: panic %v, error %v", i, panics[i], errs[i])
+		}
+	}
+	if got := keys(t, db); !slices.Equal(got, []int{0, 2, 3}) {
+		t.Errorf("rows %v; want [0 2 3]", got)
+	}
+	idle(t, db)
+}
