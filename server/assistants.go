@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -34,6 +35,72 @@ func (s *Server) lookupAssistant(r *http.Request, ref string) (records.Assistant
 	}
 	a, err := s.rec.GetAssistant(r.Context(), user(r), id)
 	return a, recordErr(err, assistantNotFound())
+}
+
+// runAssistant is lookupAssistant for a new run: the assistant kept from
+// an earlier run, unless fresh. The run's own insert checks that it is
+// still current (records.NewRun.Assistant), so a run costs no read of its
+// assistant.
+func (s *Server) runAssistant(r *http.Request, ref string, fresh bool) (records.Assistant, error) {
+	id := s.assistantRef(ref)
+	if !fresh {
+		if a, ok := s.assistants.get(id, user(r)); ok {
+			return a, nil
+		}
+	}
+	a, err := s.lookupAssistant(r, ref)
+	if err == nil {
+		s.assistants.put(a)
+	}
+	return a, err
+}
+
+// maxKeptAssistants bounds the assistants an assistantCache keeps.
+const maxKeptAssistants = 1024
+
+// assistantCache keeps, by id, the assistants runs were made from, so
+// that a run does not read its assistant first. What it keeps may be
+// stale: another process sharing the database may have changed or
+// deleted the assistant. It is never served as is: a run made from it
+// is created only if the assistant is still that version, checked by the
+// run's own insert, and one refused reads the assistant again.
+type assistantCache struct {
+	mu sync.Mutex
+	m  map[string]records.Assistant
+}
+
+// get returns the assistant id kept, if user may read it.
+func (c *assistantCache) get(id, user string) (records.Assistant, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.m[id]
+	if !ok || (a.Owner != "" && a.Owner != user) {
+		return records.Assistant{}, false
+	}
+	return a, true
+}
+
+// put keeps a, forgetting another assistant when full.
+func (c *assistantCache) put(a records.Assistant) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]records.Assistant{}
+	}
+	if _, ok := c.m[a.ID]; !ok && len(c.m) >= maxKeptAssistants {
+		for id := range c.m {
+			delete(c.m, id)
+			break
+		}
+	}
+	c.m[a.ID] = a
+}
+
+// forget drops the assistant id.
+func (c *assistantCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
 }
 
 // pathAssistantGraph returns the assistant the path names and the graph it
@@ -311,6 +378,9 @@ func (s *Server) patchAssistant(w http.ResponseWriter, r *http.Request) error {
 	if _, err := uuid.Parse(id); err != nil {
 		return assistantNotFound()
 	}
+	// Runs made from the version kept would be refused and read it again:
+	// forgetting it spares them that.
+	defer s.assistants.forget(id)
 	a, err := s.rec.PatchAssistant(r.Context(), user(r), id, records.AssistantPatch{
 		GraphID: req.GraphID, Name: req.Name, Description: req.Description,
 		Config: nullToNil(req.Config), Context: nullToNil(req.Context), Metadata: nullToNil(req.Metadata),
@@ -334,6 +404,7 @@ func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request) error {
 	if _, err := uuid.Parse(id); err != nil {
 		return assistantNotFound()
 	}
+	defer s.assistants.forget(id)
 	if err := s.rec.DeleteAssistant(r.Context(), user(r), id); err != nil {
 		return recordErr(err, assistantNotFound())
 	}
@@ -431,6 +502,7 @@ func (s *Server) setLatestVersion(w http.ResponseWriter, r *http.Request) error 
 	if _, err := uuid.Parse(id); err != nil {
 		return assistantNotFound()
 	}
+	defer s.assistants.forget(id)
 	a, err := s.rec.SetLatestVersion(r.Context(), user(r), id, *req.Version)
 	if err != nil {
 		return recordErr(err, api.NotFound("Assistant version not found"))

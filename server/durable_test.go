@@ -191,3 +191,41 @@ func TestThreadHeldElsewhere(t *testing.T) {
 	s.must(204, "DELETE", "/threads/"+tid, nil)
 	s.must(404, "GET", "/threads/"+tid, nil)
 }
+
+// A server keeps the assistants its runs were made from, but a change
+// made through another server sharing the database is never missed: the
+// next run is made from the new version, and a deleted assistant runs no
+// more.
+func TestAssistantChangedElsewhere(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.open(t)
+			a := newServer(t, server.Options{DB: db}).as("alice")
+			other := newServer(t, server.Options{DB: reopen(t, db)}).as("alice")
+			id := a.must(200, "POST", "/assistants", map[string]any{"graph_id": "echo", "metadata": map[string]any{"team": "a"}}).obj(t)["assistant_id"].(string)
+			team := func(s *testServer) any {
+				t.Helper()
+				tid := s.newThread()
+				run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": id, "input": human("x")}).obj(t)
+				s.waitRun(tid, run["run_id"].(string))
+				return run["metadata"].(map[string]any)["team"]
+			}
+			for range 2 {
+				if got := team(a); got != "a" {
+					t.Fatalf("run metadata team = %v, want a", got)
+				}
+			}
+			for _, change := range []map[string]any{
+				{"path": "/assistants/" + id, "method": "PATCH", "body": map[string]any{"metadata": map[string]any{"team": "b"}}, "want": "b"},
+				{"path": "/assistants/" + id + "/latest", "method": "POST", "body": map[string]any{"version": 1}, "want": "a"},
+			} {
+				other.must(200, change["method"].(string), change["path"].(string), change["body"])
+				if got := team(a); got != change["want"] {
+					t.Errorf("after %s %s elsewhere: run metadata team = %v, want %v", change["method"], change["path"], got, change["want"])
+				}
+			}
+			other.must(200, "DELETE", "/assistants/"+id, nil)
+			a.must(404, "POST", "/threads/"+a.newThread()+"/runs", map[string]any{"assistant_id": id, "input": human("x")})
+		})
+	}
+}

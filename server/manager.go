@@ -394,7 +394,7 @@ func (m *manager) record(runID, what string, write func() error, logArgs ...any)
 // transient reports whether a records error may go away when tried again:
 // the database's, not the records' own refusals.
 func transient(err error) bool {
-	for _, final := range []error{records.ErrNotFound, records.ErrConflict, records.ErrBusy, records.ErrOtherGraph, records.ErrCorrupt, records.ErrClosed} {
+	for _, final := range []error{records.ErrNotFound, records.ErrConflict, records.ErrBusy, records.ErrOtherGraph, records.ErrCorrupt, records.ErrClosed, records.ErrStaleAssistant} {
 		if errors.Is(err, final) {
 			return false
 		}

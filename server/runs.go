@@ -62,16 +62,16 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 	m.enqueue(lr)
 	m.s.doc.runQueued(rec.ThreadID)
 	if s := rec.MultitaskStrategy; (s == records.MultitaskInterrupt || s == records.MultitaskRollback) && len(inflight) > 0 {
-		ids := make([]string, len(inflight))
-		for i, r := range inflight {
-			ids[i] = r.ID
-		}
-		if err := m.cancel(ctx, rec.Owner, rec.ThreadID, ids, s, false); err != nil {
+		if err := m.cancel(ctx, rec.Owner, rec.ThreadID, inflight, s, false); err != nil {
 			m.s.log.Warn("server: cancelling the runs a new run replaces", "thread_id", rec.ThreadID, "err", err)
 		}
 	}
 	return lr, nil
 }
+
+// staleAssistantTries bounds how many times a run is tried again when
+// its assistant changed while it was being created.
+const staleAssistantTries = 3
 
 // newRun creates a run from a request on threadID ("" for a stateless
 // run on a thread of its own), not yet launched.
@@ -79,9 +79,12 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	a, err := s.lookupAssistant(r, *req.AssistantID)
+	noAssistant := func() error {
+		return api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID).Because(errNoSuchAssistant)
+	}
+	a, err := s.runAssistant(r, *req.AssistantID, false)
 	if err != nil {
-		return nil, api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID).Because(errNoSuchAssistant)
+		return nil, noAssistant()
 	}
 	g, err := s.servedGraphOf(a)
 	if err != nil {
@@ -102,16 +105,34 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 	}
 	nr := records.NewRun{
 		Run: records.Run{
-			ID: newRunID(), ThreadID: threadID, Owner: user(r), AssistantID: a.ID, Metadata: req.Metadata,
+			ID: newRunID(), ThreadID: threadID, Owner: user(r), Metadata: req.Metadata,
 			Kwargs: kwJSON, MultitaskStrategy: strategy, Worker: s.runs.worker,
 		},
-		GraphID: a.GraphID, AssistantMetadata: a.Metadata, ThreadConfig: headerConfig(kw),
+		ThreadConfig: headerConfig(kw),
 		CreateThread: stateless || req.IfNotExists == "create",
 	}
 	if stateless {
 		nr.Run.ThreadID = uuid.NewString()
 	}
-	return s.runs.create(r.Context(), nr, kw, g)
+	for try := 1; ; try++ {
+		nr.Run.AssistantID, nr.GraphID, nr.AssistantMetadata, nr.Assistant = a.ID, a.GraphID, a.Metadata, a.Stamp()
+		lr, err := s.runs.create(r.Context(), nr, kw, g)
+		if !errors.Is(err, records.ErrStaleAssistant) {
+			return lr, err
+		}
+		// Changed since it was kept (by another process, say): read it
+		// again.
+		s.assistants.forget(a.ID)
+		if try == staleAssistantTries {
+			return nil, api.Conflict("Assistant %s changed while the run was being created; try again", a.ID).Because(err)
+		}
+		if a, err = s.runAssistant(r, *req.AssistantID, true); err != nil {
+			return nil, noAssistant()
+		}
+		if g, err = s.servedGraphOf(a); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // runLocation is where a created run lives, for the Content-Location

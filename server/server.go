@@ -181,6 +181,8 @@ type Server struct {
 	runs    *manager
 	// doc serves the design documents' own API (docapi.go).
 	doc *docAPI
+	// assistants keeps the assistants runs were made from.
+	assistants assistantCache
 	// closers release what New opened, in reverse order.
 	closers []func() error
 	closeMu sync.Mutex

@@ -37,6 +37,11 @@ var (
 	ErrOtherGraph = errors.New("records: the thread belongs to another graph")
 	// ErrCorrupt means a stored row cannot be decoded.
 	ErrCorrupt = errors.New("records: stored row cannot be decoded")
+	// ErrStaleAssistant means a run was not created because its
+	// assistant is no longer the version it was made from (it was
+	// changed or deleted meanwhile, maybe by another process): read the
+	// assistant again.
+	ErrStaleAssistant = errors.New("records: the assistant changed")
 )
 
 // Thread statuses.

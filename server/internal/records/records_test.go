@@ -292,7 +292,7 @@ func TestRuns(t *testing.T) {
 			t.Errorf("reject on a busy thread: %v, inflight %d; want ErrBusy and the running one", err, len(inflight))
 		}
 		_, inflight, err = s.CreateRun(ctx, newRun("r3", "t", "u", MultitaskEnqueue))
-		if err != nil || len(inflight) != 1 || inflight[0].ID != "r1" {
+		if err != nil || len(inflight) != 1 || inflight[0] != "r1" {
 			t.Fatalf("enqueue: %v, inflight %v", err, inflight)
 		}
 		if ok, err := s.MarkRunning(ctx, "t", "r1", "w1"); err != nil || !ok {
@@ -393,6 +393,137 @@ func TestCreateRunCreatesThread(t *testing.T) {
 			t.Fatalf("thread = %+v, %v", th, err)
 		}
 		jsonEq(t, "metadata", `{"temp":true,"graph_id":"echo","assistant_id":"asst"}`, th.Metadata)
+	})
+}
+
+// A run made from an assistant read earlier is created only while the
+// assistant is still that version, visible to the run's owner; else
+// nothing is written.
+func TestCreateRunChecksAssistant(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.EnsureAssistant(ctx, Assistant{ID: "sys", GraphID: "echo"}); err != nil {
+			t.Fatal(err)
+		}
+		v1, err := s.CreateAssistant(ctx, Assistant{ID: "a1", Owner: "alice", GraphID: "echo"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateThread(ctx, Thread{ID: "t", Owner: "alice", Metadata: json.RawMessage(`{"k":"v"}`)}, false); err != nil {
+			t.Fatal(err)
+		}
+		run := func(id, owner, thread, assistant string, stamp *AssistantStamp) error {
+			nr := newRun(id, thread, owner, MultitaskEnqueue)
+			nr.Run.AssistantID, nr.Assistant, nr.CreateThread = assistant, stamp, true
+			_, _, err := s.CreateRun(ctx, nr)
+			return err
+		}
+		// unchanged says the refused run wrote nothing: no run, the
+		// thread as it was (or none).
+		unchanged := func(what, owner, thread, runID string, wantThread bool) {
+			t.Helper()
+			if _, err := s.GetRun(ctx, owner, thread, runID); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s: the refused run is stored (%v)", what, err)
+			}
+			th, err := s.GetThread(ctx, owner, thread)
+			switch {
+			case !wantThread && !errors.Is(err, ErrNotFound):
+				t.Errorf("%s: the refused run created its thread (%v)", what, err)
+			case wantThread && err != nil:
+				t.Fatal(err)
+			case wantThread:
+				if th.Status != ThreadIdle {
+					t.Errorf("%s: the thread is %s, want idle", what, th.Status)
+				}
+				jsonEq(t, what+": the thread's metadata", `{"k":"v"}`, th.Metadata)
+			}
+		}
+		if err := run("r0", "alice", "t", "a1", v1.Stamp()); err != nil {
+			t.Fatalf("a run from the current version: %v", err)
+		}
+		v2, err := s.PatchAssistant(ctx, "alice", "a1", AssistantPatch{Metadata: json.RawMessage(`{"v":2}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run("r1", "alice", "t2", "a1", v1.Stamp()); !errors.Is(err, ErrStaleAssistant) {
+			t.Errorf("a run from a patched assistant's old version: %v, want ErrStaleAssistant", err)
+		}
+		unchanged("patched", "alice", "t2", "r1", false)
+		if err := run("r1", "alice", "t2", "a1", v2.Stamp()); err != nil {
+			t.Errorf("a run from the patched version: %v", err)
+		}
+		// Version 1 made current again is another state than version 1
+		// was.
+		if _, err := s.SetLatestVersion(ctx, "alice", "a1", 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, stamp := range []*AssistantStamp{v1.Stamp(), v2.Stamp()} {
+			if err := run("r2", "alice", "t3", "a1", stamp); !errors.Is(err, ErrStaleAssistant) {
+				t.Errorf("a run from version %d after SetLatestVersion(1): %v, want ErrStaleAssistant", stamp.Version, err)
+			}
+		}
+		unchanged("set latest", "alice", "t3", "r2", false)
+		cur, err := s.GetAssistant(ctx, "alice", "a1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another user's assistant is not there for bob.
+		if err := run("r3", "bob", "t4", "a1", cur.Stamp()); !errors.Is(err, ErrStaleAssistant) {
+			t.Errorf("bob's run from alice's assistant: %v, want ErrStaleAssistant", err)
+		}
+		unchanged("another owner", "bob", "t4", "r3", false)
+		sys, err := s.GetAssistant(ctx, "bob", "sys")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run("r3", "bob", "t4", "sys", sys.Stamp()); err != nil {
+			t.Errorf("bob's run from the system assistant: %v", err)
+		}
+		if err := s.DeleteAssistant(ctx, "alice", "a1"); err != nil {
+			t.Fatal(err)
+		}
+		// On an existing thread: the thread is left as it was.
+		if _, err := s.CreateThread(ctx, Thread{ID: "t5", Owner: "alice", Metadata: json.RawMessage(`{"k":"v"}`)}, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := run("r4", "alice", "t5", "a1", cur.Stamp()); !errors.Is(err, ErrStaleAssistant) {
+			t.Errorf("a run from a deleted assistant: %v, want ErrStaleAssistant", err)
+		}
+		unchanged("deleted", "alice", "t5", "r4", true)
+	})
+}
+
+// The runs pending or running that a new run finds are all of them,
+// oldest first, and the thread's only.
+func TestCreateRunInflight(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		for _, id := range []string{"t", "u"} {
+			if _, err := s.CreateThread(ctx, Thread{ID: id, Owner: "o"}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := s.CreateRun(ctx, newRun("other", "u", "o", MultitaskReject)); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := range 4 {
+			id := fmt.Sprint("r", i)
+			_, inflight, err := s.CreateRun(ctx, newRun(id, "t", "o", MultitaskEnqueue))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, inflight); diff != "" {
+				t.Errorf("run %d finds (-want +got):\n%s", i, diff)
+			}
+			want = append(want, id)
+		}
+		if ok, err := s.FinishRun(ctx, Finish{RunID: "r1", ThreadID: "t", Worker: "w1", Status: RunSuccess, ThreadStatus: ThreadIdle}); err != nil || !ok {
+			t.Fatalf("FinishRun: %v, %v", ok, err)
+		}
+		if _, inflight, err := s.CreateRun(ctx, newRun("r4", "t", "o", MultitaskEnqueue)); err != nil || !cmp.Equal(inflight, []string{"r0", "r2", "r3"}) {
+			t.Errorf("after r1 ended: %v, %v; want [r0 r2 r3]", inflight, err)
+		}
 	})
 }
 

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -41,6 +42,13 @@ type NewRun struct {
 	// the assistant's, the thread's and the request's, in that order.
 	GraphID           string
 	AssistantMetadata json.RawMessage
+	// Assistant, when not nil, is the state of the assistant GraphID and
+	// AssistantMetadata were read from: the run is created only if the
+	// assistant Run.AssistantID is still visible to Run.Owner at that
+	// version (else ErrStaleAssistant, and nothing is written). A caller
+	// that keeps assistants in memory checks them so, in the run's own
+	// transaction, rather than reading the assistant before each run.
+	Assistant *AssistantStamp
 	// ThreadConfig is merged into the thread's config: its keys replace
 	// the thread's, except "configurable", whose keys are merged.
 	ThreadConfig json.RawMessage
@@ -50,22 +58,63 @@ type NewRun struct {
 	ThreadMetadata json.RawMessage
 }
 
+// AssistantStamp names one state of an assistant: its version and when
+// that version became current (a version made current again by
+// SetLatestVersion is another state).
+type AssistantStamp struct {
+	Version   int
+	UpdatedAt time.Time
+}
+
+// Stamp is the assistant's current state, for NewRun.Assistant.
+func (a Assistant) Stamp() *AssistantStamp {
+	return &AssistantStamp{Version: a.Version, UpdatedAt: a.UpdatedAt}
+}
+
 // CreateRun stores a new pending run on its thread, in one transaction:
 // the thread must be the owner's (else ErrNotFound, unless CreateThread),
 // and when it has runs pending or running and the strategy is reject, the
 // run is not created and the error wraps ErrBusy. A thread that ran
 // another graph is ErrOtherGraph. The thread becomes busy.
-// It returns the run and the thread's runs that were pending or running
-// before it, oldest first, for the interrupt and rollback strategies.
-func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
+// It returns the run and the ids of the thread's runs that were pending
+// or running before it, oldest first, for the interrupt and rollback
+// strategies.
+//
+// It costs three statements: the thread and its runs pending or running
+// (one join), the run's insert (which checks the assistant, when asked),
+// and the thread's update (or insert).
+func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []string, error) {
 	run := nr.Run
 	now := s.now()
 	run.Status, run.Attempt, run.CreatedAt, run.UpdatedAt = RunPending, 1, now, now
 	run.Kwargs = object(run.Kwargs)
-	var inflight []Run
+	var inflight []string
 	err := s.write(ctx, run.ThreadID, func(tx Tx) error {
 		inflight = nil
-		t, found, err := queryOne(ctx, s, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`+s.d.ForUpdate, []any{run.ThreadID, run.Owner}, scanThread)
+		var t Thread
+		found := false
+		// Locks the thread's row (PostgreSQL), not its runs': the
+		// thread's lock orders the writes of its runs.
+		lock := ""
+		if s.d.ForUpdate != "" {
+			lock = s.d.ForUpdate + " OF t"
+		}
+		err := s.query(ctx, tx, `SELECT `+threadColsOf+`, r.run_id FROM weft_server_threads t
+LEFT JOIN weft_server_runs r ON r.thread_id = t.thread_id AND r.status IN ('pending', 'running')
+WHERE t.thread_id = $1 AND t.owner = $2 ORDER BY r.created_at, r.run_id`+lock, []any{run.ThreadID, run.Owner}, func(r Rows) error {
+			var active sql.NullString
+			row, err := scanThreadAnd(r, &active)
+			if err != nil {
+				return err
+			}
+			if !found {
+				t, found = row, true
+			}
+			if active.Valid {
+				inflight = append(inflight, active.String)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
@@ -82,14 +131,6 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
 			_ = json.Unmarshal(t.Metadata, &owned)
 			if owned.GraphID != "" && nr.GraphID != "" && owned.GraphID != nr.GraphID {
 				return fmt.Errorf("%w: thread %s holds the state of graph %q, not %q", ErrOtherGraph, run.ThreadID, owned.GraphID, nr.GraphID)
-			}
-			err = s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at, run_id`, []any{run.ThreadID}, func(r Rows) error {
-				ir, err := scanRun(r)
-				inflight = append(inflight, ir)
-				return err
-			})
-			if err != nil {
-				return err
 			}
 			if len(inflight) > 0 && run.MultitaskStrategy == MultitaskReject {
 				return fmt.Errorf("%w: thread %s has %d run(s) pending or running", ErrBusy, run.ThreadID, len(inflight))
@@ -108,6 +149,22 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
 		if run.Metadata, err = mergeObjects(run.Metadata, nr.Run.Metadata); err != nil {
 			return err
 		}
+		// The run first: when its assistant changed, nothing is written.
+		vals := []any{run.ID, run.ThreadID, run.Owner, run.AssistantID, string(run.Metadata), string(run.Kwargs), run.Status, run.MultitaskStrategy,
+			micros(now), micros(now), int64(run.Attempt), run.Worker}
+		insert := `INSERT INTO weft_server_runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+		if a := nr.Assistant; a != nil {
+			insert = `INSERT INTO weft_server_runs (` + runCols + `) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+WHERE EXISTS (SELECT 1 FROM weft_server_assistants WHERE assistant_id = $4 AND (owner = $3 OR owner = '') AND version = $13 AND updated_at = $14)`
+			vals = append(vals, int64(a.Version), micros(a.UpdatedAt))
+		}
+		n, err := s.exec(ctx, tx, insert, vals...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: assistant %s is no longer version %d", ErrStaleAssistant, run.AssistantID, nr.Assistant.Version)
+		}
 		if found {
 			_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET status = $1, metadata = $2, config = $3, updated_at = $4 WHERE thread_id = $5`,
 				ThreadBusy, string(t.Metadata), string(t.Config), micros(now), run.ThreadID)
@@ -115,12 +172,6 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []Run, error) {
 			_, err = s.exec(ctx, tx, `INSERT INTO weft_server_threads (`+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL)`,
 				t.ID, t.Owner, micros(now), micros(now), string(t.Metadata), string(t.Config), ThreadBusy)
 		}
-		if err != nil {
-			return err
-		}
-		_, err = s.exec(ctx, tx, `INSERT INTO weft_server_runs (`+runCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			run.ID, run.ThreadID, run.Owner, run.AssistantID, string(run.Metadata), string(run.Kwargs), run.Status, run.MultitaskStrategy,
-			micros(now), micros(now), int64(run.Attempt), run.Worker)
 		return err
 	})
 	if err != nil {
@@ -259,22 +310,16 @@ func (s *Store) FinishRun(ctx context.Context, f Finish) (bool, error) {
 }
 
 // settleThread sets a thread's status after a run ended: busy while other
-// runs are pending or running, else status.
+// runs than runID are pending or running, else status. One statement: the
+// count of the other runs is the update's own.
 func (s *Store) settleThread(ctx context.Context, tx Tx, threadID, runID, status string, values, interrupts json.RawMessage, now int64) error {
-	var others int
-	if _, err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM weft_server_runs WHERE thread_id = $1 AND run_id <> $2 AND status IN ('pending', 'running')`,
-		[]any{threadID, runID}, &others); err != nil {
-		return err
-	}
-	if others > 0 {
-		status = ThreadBusy
-	}
+	const settled = `status = CASE WHEN EXISTS (SELECT 1 FROM weft_server_runs WHERE thread_id = $1 AND run_id <> $2 AND status IN ('pending', 'running')) THEN 'busy' ELSE $3 END`
 	var err error
 	if values != nil {
-		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET status = $1, state_values = $2, interrupts = $3, updated_at = $4 WHERE thread_id = $5`,
-			status, string(values), nullable(interrupts), now, threadID)
+		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settled+`, state_values = $4, interrupts = $5, updated_at = $6 WHERE thread_id = $1`,
+			threadID, runID, status, string(values), nullable(interrupts), now)
 	} else {
-		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET status = $1, updated_at = $2 WHERE thread_id = $3`, status, now, threadID)
+		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settled+`, updated_at = $4 WHERE thread_id = $1`, threadID, runID, status, now)
 	}
 	return err
 }

@@ -10,12 +10,19 @@ import (
 
 const threadCols = `thread_id, owner, created_at, updated_at, metadata, config, status, state_values, interrupts`
 
-func scanThread(r Rows) (Thread, error) {
+// threadColsOf is threadCols of the table named alias in a join.
+const threadColsOf = `t.thread_id, t.owner, t.created_at, t.updated_at, t.metadata, t.config, t.status, t.state_values, t.interrupts`
+
+func scanThread(r Rows) (Thread, error) { return scanThreadAnd(r) }
+
+// scanThreadAnd scans a row of threadCols followed by the columns extra
+// holds the destinations of.
+func scanThreadAnd(r Rows, extra ...any) (Thread, error) {
 	var t Thread
 	var created, updated int64
 	var meta, config string
 	var values, interrupts sql.NullString
-	if err := r.Scan(&t.ID, &t.Owner, &created, &updated, &meta, &config, &t.Status, &values, &interrupts); err != nil {
+	if err := r.Scan(append([]any{&t.ID, &t.Owner, &created, &updated, &meta, &config, &t.Status, &values, &interrupts}, extra...)...); err != nil {
 		return Thread{}, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
