@@ -197,6 +197,13 @@ func (b *memoryBroker) pruneLocked() {
 }
 
 func (b *memoryBroker) Subscribe(ctx context.Context, runID string, after int) (iter.Seq2[[]Event, error], bool) {
+	return b.subscribe(ctx, runID, after, nil)
+}
+
+// subscribe is Subscribe, calling idle (when not nil) each time the
+// stream is about to wait for events: the reader has had every event
+// published so far. An error from idle ends the stream with that error.
+func (b *memoryBroker) subscribe(ctx context.Context, runID string, after int, idle func() error) (iter.Seq2[[]Event, error], bool) {
 	st := b.stream(runID)
 	if st == nil {
 		return nil, false
@@ -233,6 +240,12 @@ func (b *memoryBroker) Subscribe(ctx context.Context, runID string, after int) (
 			}
 			if closed {
 				return
+			}
+			if idle != nil {
+				if err := idle(); err != nil {
+					yield(nil, err)
+					return
+				}
 			}
 			select {
 			case <-wake:

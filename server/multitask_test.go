@@ -263,3 +263,26 @@ func TestRollbackKeepsEarlierRuns(t *testing.T) {
 		})
 	}
 }
+
+// The events of a run that goes on reach its streams at once: the
+// in-process broker's streams write events without flushing each batch
+// and flush before they wait, so a run that waits (here for ten minutes)
+// has sent what it published before, to its own stream and to a join.
+func TestStreamFlushesWhileRunWaits(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	c := s.openSSE("POST", "/threads/"+tid+"/runs/stream", map[string]any{
+		"assistant_id": "slow", "input": map[string]any{"delay_ms": 600000, "tag": "w"}, "stream_mode": []string{"values", "updates"},
+	})
+	loc := c.res.Header.Get("Content-Location")
+	rid := loc[len(loc)-36:]
+	if got := names(c.take(2)); got[0] != "metadata" || got[1] != "values" {
+		t.Fatalf("first events = %v, want metadata, values", got)
+	}
+	j := s.openSSE("GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, "Last-Event-ID", "0")
+	if ev := j.take(1)[0]; ev.Event != "values" || ev.ID != "1" {
+		t.Errorf("join after event 0 = %s %s, want values 1", ev.Event, ev.ID)
+	}
+	s.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1", nil)
+	c.rest()
+}

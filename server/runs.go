@@ -207,26 +207,35 @@ type sse struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
 	b  []byte
+	// held says that write does not flush: the run's stream flushes
+	// before it waits for more events (Server.subscribe).
+	held bool
 }
 
 func startSSE(w http.ResponseWriter) *sse {
+	out := &sse{}
+	out.start(w)
+	return out
+}
+
+// start sends the response's headers.
+func (s *sse) start(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	s.w, s.rc = w, http.NewResponseController(w)
 	// A stream lasts as long as its run: no write deadline.
-	_ = rc.SetWriteDeadline(time.Time{})
-	_ = rc.Flush()
-	return &sse{w: w, rc: rc}
+	_ = s.rc.SetWriteDeadline(time.Time{})
+	_ = s.rc.Flush()
 }
 
 // write sends a batch of events at once. Each event's data goes to the
 // response writer as it is, which buffers it (net/http's buffer of the
 // response): s.b holds only the short lines around it, so a stream keeps
 // no buffer as large as its largest batch (values events hold the whole
-// state).
+// state). It flushes, unless held.
 func (s *sse) write(evs []Event) error {
 	for _, ev := range evs {
 		s.b = append(s.b[:0], "event: "...)
@@ -245,7 +254,27 @@ func (s *sse) write(evs []Event) error {
 			return err
 		}
 	}
-	return s.rc.Flush()
+	if s.held {
+		return nil
+	}
+	return s.flush()
+}
+
+// flush sends what was written to the client.
+func (s *sse) flush() error { return s.rc.Flush() }
+
+// subscribe subscribes to a run's events for out (started or not yet).
+// With the in-process broker, out does not flush each batch it writes:
+// the stream flushes it once before it waits for the next events, so
+// that the events a run publishes one after the other while the reader
+// writes go to the client in one write (one syscall, one TCP segment)
+// rather than one each. Other brokers' batches are flushed one by one.
+func (s *Server) subscribe(ctx context.Context, runID string, after int, out *sse) (iter.Seq2[[]Event, error], bool) {
+	if b, ok := s.runs.broker.(*memoryBroker); ok {
+		out.held = true
+		return b.subscribe(ctx, runID, after, out.flush)
+	}
+	return s.runs.broker.Subscribe(ctx, runID, after)
 }
 
 // follow writes a run's events to the client until the run's stream ends
@@ -256,7 +285,9 @@ func (s *Server) follow(out *sse, events iter.Seq2[[]Event, error]) bool {
 		if err != nil {
 			if errors.Is(err, ErrStreamTrimmed) {
 				data, _ := json.Marshal(map[string]string{"error": "StreamTrimmedError", "message": err.Error()})
-				_ = out.write([]Event{{Name: "error", Data: data}})
+				if out.write([]Event{{Name: "error", Data: data}}) == nil {
+					_ = out.flush()
+				}
 				return true
 			}
 			if errors.Is(err, ErrBrokerUnavailable) {
@@ -264,7 +295,9 @@ func (s *Server) follow(out *sse, events iter.Seq2[[]Event, error]) bool {
 				// with Last-Event-ID once the broker answers.
 				s.log.Warn("server: a run's stream is cut", "err", err)
 				data, _ := json.Marshal(map[string]string{"error": "StreamUnavailableError", "message": err.Error()})
-				_ = out.write([]Event{{Name: "error", Data: data}})
+				if out.write([]Event{{Name: "error", Data: data}}) == nil {
+					_ = out.flush()
+				}
 				return true
 			}
 			return false
@@ -283,12 +316,13 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Location", runLocation(lr, threadID == ""))
 	ctx := r.Context()
-	events, ok := s.runs.broker.Subscribe(ctx, lr.rec.ID, -1)
+	out := &sse{}
+	events, ok := s.subscribe(ctx, lr.rec.ID, -1, out)
 	s.runs.launch(lr)
 	if !ok {
 		return fmt.Errorf("the broker has no stream for run %s", lr.rec.ID)
 	}
-	out := startSSE(w)
+	out.start(w)
 	if !s.follow(out, events) && req.OnDisconnect == "cancel" {
 		s.cancelOnDisconnect(lr)
 	}
@@ -566,7 +600,7 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	lr := s.runs.live(run.Owner, run.ThreadID, run.ID)
 	out := startSSE(w)
-	if events, ok := s.runs.broker.Subscribe(ctx, run.ID, after); ok {
+	if events, ok := s.subscribe(ctx, run.ID, after, out); ok {
 		if !s.follow(out, events) && queryBool(r, "cancel_on_disconnect") {
 			if lr != nil {
 				s.cancelOnDisconnect(lr)

@@ -131,3 +131,26 @@ func TestBatcherKeepsAThreadToOneCommitter(t *testing.T) {
 		}
 	}
 }
+
+// The SQLite rewrite of a query is the same whether kept or not, and the
+// rewrites kept are bounded.
+func TestDialectRewrites(t *testing.T) {
+	d := &Dialect{Numbered: true}
+	for i := range maxRewritten + 50 {
+		query := fmt.Sprintf("SELECT $1 FROM t WHERE a = $2 AND b = %d", i)
+		want := fmt.Sprintf("SELECT ?1 FROM t WHERE a = ?2 AND b = %d", i)
+		for range 2 {
+			if got := d.q(query); got != want {
+				t.Fatalf("q(%q) = %q, want %q", query, got, want)
+			}
+		}
+	}
+	n := 0
+	d.rewritten.Range(func(any, any) bool { n++; return true })
+	if n != maxRewritten {
+		t.Errorf("%d rewrites kept, want %d", n, maxRewritten)
+	}
+	if pg := (&Dialect{}); pg.q("SELECT $1") != "SELECT $1" {
+		t.Error("a dialect with $N placeholders rewrote a query")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftlabs/weft/internal/sqldb"
@@ -50,7 +52,16 @@ type Dialect struct {
 	// (objects compared key by key the same way). arg adds an argument
 	// and returns its placeholder.
 	Contains func(col string, filter map[string]any, arg func(any) string) (string, error)
+
+	// rewritten keeps q's rewrites by query (most queries are constants,
+	// run for every run), up to maxRewritten of them; kept counts them.
+	rewritten sync.Map
+	kept      atomic.Int32
 }
+
+// maxRewritten bounds the rewrites a Dialect keeps: queries built from
+// filters come in as many shapes as the filters.
+const maxRewritten = 512
 
 // args collects a query's arguments and numbers their placeholders.
 type args struct{ vs []any }
@@ -61,10 +72,19 @@ func (a *args) add(v any) string {
 }
 
 func (d *Dialect) q(query string) string {
-	if d.Numbered {
-		return strings.ReplaceAll(query, "$", "?")
+	if !d.Numbered {
+		return query
 	}
-	return query
+	if q, ok := d.rewritten.Load(query); ok {
+		return q.(string)
+	}
+	q := strings.ReplaceAll(query, "$", "?")
+	if d.kept.Load() < maxRewritten {
+		if _, had := d.rewritten.LoadOrStore(query, q); !had {
+			d.kept.Add(1)
+		}
+	}
+	return q
 }
 
 // query runs a query and calls scan for each row.
