@@ -62,3 +62,46 @@ func FuzzDecodeStored(f *testing.F) {
 		}
 	})
 }
+
+// mergeSeeds are objects as the API and the databases hand them over:
+// compact, spaced (PostgreSQL's jsonb), nested, with duplicate keys,
+// escapes, HTML characters, non-ASCII text, and things that are no
+// objects at all.
+var mergeSeeds = [][2]string{
+	{`{}`, `{}`},
+	{``, `null`},
+	{`{"graph_id": "echo", "n": 1, "x": {"a": [1, 2, {"b": null}]}}`, `{"assistant_id":"a1","graph_id":"echo"}`},
+	{`{"b":1,"a":2,"b":3}`, `{"a":"x","a":"y"}`},
+	{`{"k\"ey":1,"é":"ü"}`, `{"<tag>":"a & b","s":"\u2028 "}`},
+	{`{"configurable":{"user-agent":"node","x":1},"tags":["a"]}`, `{"configurable":{"x":2,"y":"<z>"},"recursion_limit":5}`},
+	{`{"configurable":"nope"}`, `{"configurable":{"a":1}}`},
+	{`{"configurable":{"a":1}}`, `{"configurable":null}`},
+	{`[1,2]`, `{}`},
+	{`{}`, `"s"`},
+	{`{"a":`, `{}`},
+	{"{\"a\":\"\xff\"}", `{"b":true,"c":false,"d":-1.5e3}`},
+	{"{\"\xff\":1}", `{"a" :  { "b" : [ ] } }`},
+}
+
+// mergeObjects and mergeConfig answer what merging through maps answers,
+// byte for byte, errors included.
+func FuzzMergeObjects(f *testing.F) {
+	for _, s := range mergeSeeds {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, base, patch string) {
+		for _, c := range []struct {
+			name       string
+			fast, maps func(a, b json.RawMessage) (json.RawMessage, error)
+		}{{"mergeObjects", mergeObjects, mergeMaps}, {"mergeConfig", mergeConfig, mergeConfigMaps}} {
+			got, gerr := c.fast(json.RawMessage(base), json.RawMessage(patch))
+			want, werr := c.maps(json.RawMessage(base), json.RawMessage(patch))
+			if (gerr == nil) != (werr == nil) || string(got) != string(want) {
+				t.Errorf("%s(%q, %q) = %s, %v; through maps %s, %v", c.name, base, patch, got, gerr, want, werr)
+			}
+			if gerr != nil && errors.Is(gerr, ErrCorrupt) != errors.Is(werr, ErrCorrupt) {
+				t.Errorf("%s(%q, %q): error %v, through maps %v", c.name, base, patch, gerr, werr)
+			}
+		}
+	})
+}

@@ -209,22 +209,3 @@ func checkJSON(table, id, col string, raw []byte) error {
 	}
 	return fmt.Errorf("%w: %s %s: column %s is not JSON", ErrCorrupt, table, id, col)
 }
-
-// mergeObjects returns base with the keys of patch set: a shallow merge of
-// two JSON objects, as the API's metadata patches are.
-func mergeObjects(base, patch json.RawMessage) (json.RawMessage, error) {
-	var b, p map[string]json.RawMessage
-	if err := json.Unmarshal(object(base), &b); err != nil {
-		return nil, fmt.Errorf("%w: stored object: %v", ErrCorrupt, err)
-	}
-	if err := json.Unmarshal(object(patch), &p); err != nil {
-		return nil, err
-	}
-	if b == nil {
-		b = map[string]json.RawMessage{}
-	}
-	for k, v := range p {
-		b[k] = v
-	}
-	return json.Marshal(b)
-}

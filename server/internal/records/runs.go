@@ -180,33 +180,6 @@ WHERE EXISTS (SELECT 1 FROM weft_server_assistants WHERE assistant_id = $4 AND (
 	return run, inflight, nil
 }
 
-// mergeConfig merges a run config into a thread's: top-level keys are
-// replaced, "configurable" is merged key by key.
-func mergeConfig(base, patch json.RawMessage) (json.RawMessage, error) {
-	var b, p map[string]json.RawMessage
-	if err := json.Unmarshal(object(base), &b); err != nil {
-		return nil, fmt.Errorf("%w: stored config: %v", ErrCorrupt, err)
-	}
-	if err := json.Unmarshal(object(patch), &p); err != nil {
-		return nil, err
-	}
-	if b == nil {
-		b = map[string]json.RawMessage{}
-	}
-	for k, v := range p {
-		if k == "configurable" {
-			merged, err := mergeObjects(b[k], v)
-			if err != nil {
-				return nil, err
-			}
-			b[k] = merged
-			continue
-		}
-		b[k] = v
-	}
-	return json.Marshal(b)
-}
-
 // GetRun returns owner's run runID of thread threadID.
 func (s *Store) GetRun(ctx context.Context, owner, threadID, runID string) (Run, error) {
 	var run Run

@@ -1,0 +1,259 @@
+package records
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/weftlabs/weft/internal/jsonx"
+)
+
+// A run's creation merges JSON objects (the thread's metadata and config,
+// the run's metadata): mergeObjects and mergeConfig. They answer what
+// json.Marshal of the merged map[string]json.RawMessage answers (keys
+// sorted, values compact, <, > and & escaped), without decoding into maps:
+// the objects are split into their members where they lie, and the
+// merged members written in key order. Objects this cannot split simply
+// (a key with an escape or a byte past ASCII) are merged through maps,
+// mergeMaps, which also gives every error; FuzzMergeObjects checks that
+// both ways answer the same.
+
+// member is a member of a JSON object: its key (with neither escapes nor
+// bytes past ASCII, so its JSON text is the key) and its value's JSON
+// text, as it lies in the object.
+type member struct {
+	key string
+	val []byte
+}
+
+// members appends the members of obj, a JSON object json.Valid accepted,
+// to out, in order. It reports false when obj is not an object or has a
+// key that is not plain ASCII.
+func members(obj []byte, out []member) ([]member, bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return out, false
+	}
+	i = skipSpace(obj, i+1)
+	if obj[i] == '}' {
+		return out, true
+	}
+	for {
+		// obj[i] is the key's opening quote.
+		start := i + 1
+		end := start
+		for obj[end] != '"' {
+			if c := obj[end]; c == '\\' || c >= 0x80 {
+				return out, false
+			}
+			end++
+		}
+		i = skipSpace(obj, end+1) // at ':'
+		i = skipSpace(obj, i+1)
+		vend := valueEnd(obj, i)
+		out = append(out, member{key: string(obj[start:end]), val: obj[i:vend]})
+		i = skipSpace(obj, vend)
+		if obj[i] == '}' {
+			return out, true
+		}
+		i = skipSpace(obj, i+1) // past ','
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// valueEnd returns the index after the valid JSON value at b[i:].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; ; j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+	}
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return j
+		}
+	}
+	return len(b)
+}
+
+// stringEnd returns the index after the valid JSON string at b[i:].
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; ; j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+}
+
+// writeMembers writes ms as a JSON object in key order, the last of
+// several members with one key winning, as json.Marshal writes a map.
+func writeMembers(ms []member) []byte {
+	slices.SortStableFunc(ms, func(a, b member) int { return cmp.Compare(a.key, b.key) })
+	n := 2
+	for _, m := range ms {
+		n += len(m.key) + len(m.val) + 4
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	first := true
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].key == m.key {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = jsonx.AppendString(out, m.key, true)
+		out = append(out, ':')
+		out = appendCompact(out, m.val)
+	}
+	return append(out, '}')
+}
+
+// appendCompact appends a valid JSON value as json.Marshal writes a
+// json.RawMessage: without spaces, with <, >, &, U+2028 and U+2029
+// escaped.
+func appendCompact(out, val []byte) []byte {
+	plain := true
+	for _, c := range val {
+		switch c {
+		case ' ', '\t', '\r', '\n', '<', '>', '&', 0xE2:
+			plain = false
+		}
+	}
+	if plain {
+		return append(out, val...)
+	}
+	var compact, escaped bytes.Buffer
+	_ = json.Compact(&compact, val)
+	json.HTMLEscape(&escaped, compact.Bytes())
+	return append(out, escaped.Bytes()...)
+}
+
+// mergeObjects returns base with the keys of patch set: a shallow merge of
+// two JSON objects, as the API's metadata patches are.
+func mergeObjects(base, patch json.RawMessage) (json.RawMessage, error) {
+	base, patch = object(base), object(patch)
+	if json.Valid(base) && json.Valid(patch) {
+		ms, ok := members(base, make([]member, 0, 16))
+		if ok {
+			if ms, ok = members(patch, ms); ok {
+				return writeMembers(ms), nil
+			}
+		}
+	}
+	return mergeMaps(base, patch)
+}
+
+// mergeMaps is mergeObjects through maps.
+func mergeMaps(base, patch json.RawMessage) (json.RawMessage, error) {
+	var b, p map[string]json.RawMessage
+	if err := json.Unmarshal(object(base), &b); err != nil {
+		return nil, fmt.Errorf("%w: stored object: %v", ErrCorrupt, err)
+	}
+	if err := json.Unmarshal(object(patch), &p); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		b = map[string]json.RawMessage{}
+	}
+	for k, v := range p {
+		b[k] = v
+	}
+	return json.Marshal(b)
+}
+
+// mergeConfig merges a run config into a thread's: top-level keys are
+// replaced, "configurable" is merged key by key.
+func mergeConfig(base, patch json.RawMessage) (json.RawMessage, error) {
+	base, patch = object(base), object(patch)
+	if json.Valid(base) && json.Valid(patch) {
+		ms, ok := members(base, make([]member, 0, 8))
+		n := len(ms)
+		if ok {
+			ms, ok = members(patch, ms)
+		}
+		if ok {
+			// The last "configurable" of each object; the patch's is
+			// merged into the base's.
+			var bc, pc []byte
+			for i, m := range ms {
+				if m.key != "configurable" {
+					continue
+				}
+				if i < n {
+					bc = m.val
+				} else {
+					pc = m.val
+				}
+			}
+			if pc == nil {
+				return writeMembers(ms), nil
+			}
+			merged, err := mergeObjects(bc, pc)
+			if err != nil {
+				return nil, err
+			}
+			return writeMembers(append(ms, member{key: "configurable", val: merged})), nil
+		}
+	}
+	return mergeConfigMaps(base, patch)
+}
+
+// mergeConfigMaps is mergeConfig through maps.
+func mergeConfigMaps(base, patch json.RawMessage) (json.RawMessage, error) {
+	var b, p map[string]json.RawMessage
+	if err := json.Unmarshal(object(base), &b); err != nil {
+		return nil, fmt.Errorf("%w: stored config: %v", ErrCorrupt, err)
+	}
+	if err := json.Unmarshal(object(patch), &p); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		b = map[string]json.RawMessage{}
+	}
+	for k, v := range p {
+		if k == "configurable" {
+			merged, err := mergeMaps(b[k], v)
+			if err != nil {
+				return nil, err
+			}
+			b[k] = merged
+			continue
+		}
+		b[k] = v
+	}
+	return json.Marshal(b)
+}
