@@ -10,11 +10,22 @@ import (
 
 // The records' writes are group-committed: callers queue their writes and
 // wait, and a committer runs every write queued at that moment in one
-// transaction, each inside a savepoint of its own so that one that fails
-// leaves the others. Each caller returns only once its write is committed,
-// so nothing is acknowledged before it is durable, but a server with many
+// transaction. Each caller returns only once its write is committed, so
+// nothing is acknowledged before it is durable, but a server with many
 // runs pays one commit (one turn at SQLite's write lock, one WAL flush in
 // PostgreSQL) for many writes.
+//
+// A write that fails must leave the others. Most fail before they change
+// anything (a thread not found, busy, another owner's): their error is
+// their answer and the transaction goes on. A write that fails after it
+// may have changed rows (a statement that changed some, or a statement
+// that failed: PostgreSQL then refuses the rest of the transaction) spoils
+// it: the transaction is rolled back, that write runs alone in a
+// transaction of its own, and the others are tried again together. The
+// writes of a batch were all waiting at once, so any order of them is an
+// order they could have run in. No savepoint per write: in SQLite each
+// would copy every page the write touches to the sub-journal (a file once
+// it passes 64 KiB), in PostgreSQL cost two round trips.
 //
 // With several committers (PostgreSQL), each has a queue of its own and a
 // write goes to the committer its key (the thread it writes) names: the
@@ -139,6 +150,13 @@ func (b *batcher) loop(q chan *writeOp) {
 	}
 }
 
+// maxSpoilt bounds how many times a batch is tried again without a write
+// that spoilt it; past that, each write runs alone.
+const maxSpoilt = 3
+
+// errSpoilt rolls back a batch's transaction that a failed write spoilt.
+var errSpoilt = errors.New("records: a write of the batch failed after it changed rows")
+
 // commit runs a batch in one transaction; when the transaction itself
 // fails, each write is tried again alone, so that one write's trouble
 // (or a commit refused) is that write's answer only.
@@ -151,58 +169,83 @@ func (b *batcher) commit(batch []*writeOp) {
 		}
 		live = append(live, op)
 	}
-	if len(live) == 0 {
-		return
-	}
-	if len(live) == 1 {
-		op := live[0]
+	for try := 0; len(live) > 1 && try <= maxSpoilt; try++ {
+		errs, spoilt, err := b.together(live)
+		if err == nil {
+			for i, op := range live {
+				op.done <- errs[i]
+			}
+			return
+		}
+		if spoilt < 0 {
+			break
+		}
+		op := live[spoilt]
 		op.done <- b.db.Write(op.ctx, op.fn)
-		return
+		live = append(live[:spoilt:spoilt], live[spoilt+1:]...)
 	}
+	for _, op := range live {
+		op.done <- b.db.Write(op.ctx, op.fn)
+	}
+}
+
+// together runs writes in one transaction and returns each one's answer.
+// When one failed after it may have changed rows, the transaction is
+// rolled back and spoilt is its index (else -1); err is the
+// transaction's failure.
+func (b *batcher) together(ops []*writeOp) (errs []error, spoilt int, err error) {
 	// The shared transaction has a deadline of its own; each write's
 	// statements keep their caller's.
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
-	errs := make([]error, len(live))
-	err := b.db.Write(ctx, func(tx Tx) error {
-		for i, op := range live {
-			var broken bool
-			errs[i], broken = savepoint(op.ctx, tx, op.fn)
-			if broken {
-				return errs[i]
+	errs, spoilt = make([]error, len(ops)), -1
+	err = b.db.Write(ctx, func(tx Tx) error {
+		for i, op := range ops {
+			t := &watchedTx{tx: tx}
+			if errs[i] = op.fn(t); errs[i] != nil && t.changed {
+				spoilt = i
+				return errSpoilt
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		for _, op := range live {
-			op.done <- b.db.Write(op.ctx, op.fn)
-		}
-		return
-	}
-	for i, op := range live {
-		op.done <- errs[i]
-	}
+	return errs, spoilt, err
 }
 
-// savepoint runs fn inside a savepoint of tx: its writes are undone when
-// it fails, and the transaction goes on. broken reports a transaction
-// that cannot go on (the savepoint itself failed).
-func savepoint(ctx context.Context, tx Tx, fn func(Tx) error) (err error, broken bool) {
-	if _, err := tx.Exec(ctx, "SAVEPOINT weft_write"); err != nil {
-		return err, true
+// watchedTx is a Tx that notes whether its statements may have changed
+// the transaction: a statement that changed rows, or one that failed.
+type watchedTx struct {
+	tx      Tx
+	changed bool
+}
+
+func (t *watchedTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	n, err := t.tx.Exec(ctx, query, args...)
+	if n != 0 || err != nil {
+		t.changed = true
 	}
-	if err := fn(tx); err != nil {
-		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT weft_write"); rerr != nil {
-			return errors.Join(err, rerr), true
-		}
-		if _, rerr := tx.Exec(ctx, "RELEASE SAVEPOINT weft_write"); rerr != nil {
-			return errors.Join(err, rerr), true
-		}
-		return err, false
+	return n, err
+}
+
+func (t *watchedTx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	rows, err := t.tx.Query(ctx, query, args...)
+	if err != nil {
+		t.changed = true
+		return nil, err
 	}
-	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT weft_write"); err != nil {
-		return err, true
+	return watchedRows{Rows: rows, tx: t}, nil
+}
+
+// watchedRows notes a query that failed while its rows were read.
+type watchedRows struct {
+	Rows
+	tx *watchedTx
+}
+
+func (r watchedRows) Err() error {
+	err := r.Rows.Err()
+	if err != nil {
+		r.tx.changed = true
 	}
-	return nil, false
+	return err
 }

@@ -37,7 +37,7 @@ func (d *laneDB) Read(ctx context.Context, fn func(Tx) error) error { return fn(
 
 func (t *laneTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	if query != "hold" {
-		return 0, nil // the batcher's savepoints
+		return 0, nil
 	}
 	k := args[0].(string)
 	t.db.mu.Lock()

@@ -705,8 +705,8 @@ func TestAssistants(t *testing.T) {
 	})
 }
 
-// Writes queued together share a transaction, each in a savepoint: the
-// ones that fail do not undo the others.
+// Writes queued together share a transaction: the ones that fail do not
+// undo the others.
 func TestBatchedWritesFailAlone(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
@@ -736,6 +736,66 @@ func TestBatchedWritesFailAlone(t *testing.T) {
 		}
 		if n, _ := s.CountThreads(ctx, ThreadQuery{Owner: "u"}); n != 40 || conflicts != 20 {
 			t.Errorf("%d threads and %d conflicts, want 40 and 20", n, conflicts)
+		}
+	})
+}
+
+// A write that fails after it changed rows, or with a statement that
+// failed (which in PostgreSQL aborts the whole transaction), leaves
+// nothing of its own and does not undo the writes queued with it.
+func TestBatchedWritesSpoiltAlone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateThread(ctx, Thread{ID: "taken", Owner: "u"}, false); err != nil {
+			t.Fatal(err)
+		}
+		errBoom := errors.New("boom")
+		insert := func(tx Tx, id string) error {
+			_, err := s.exec(ctx, tx, `INSERT INTO weft_server_threads (`+threadCols+`) VALUES ($1, 'u', 1, 1, '{}', '{}', 'idle', NULL, NULL)`, id)
+			return err
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 60)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprint("t", i)
+				errs[i] = s.write(ctx, id, func(tx Tx) error {
+					if i%4 == 3 { // fails before it changes anything
+						_, err := s.getThread(ctx, tx, "u", "missing")
+						return err
+					}
+					if err := insert(tx, id); err != nil {
+						return err
+					}
+					switch i % 4 {
+					case 1: // fails after its insert
+						return errBoom
+					case 2: // a statement fails after its insert
+						return insert(tx, "taken")
+					}
+					return nil
+				})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			_, gerr := s.GetThread(ctx, "u", fmt.Sprint("t", i))
+			switch i % 4 {
+			case 0:
+				if err != nil || gerr != nil {
+					t.Errorf("write %d: %v, thread %v; want it written", i, err, gerr)
+				}
+			case 1, 2:
+				if err == nil || (i%4 == 1 && !errors.Is(err, errBoom)) || !errors.Is(gerr, ErrNotFound) {
+					t.Errorf("write %d: %v, thread %v; want its error and no thread", i, err, gerr)
+				}
+			case 3:
+				if !errors.Is(err, ErrNotFound) || !errors.Is(gerr, ErrNotFound) {
+					t.Errorf("write %d: %v, thread %v; want ErrNotFound and no thread", i, err, gerr)
+				}
+			}
 		}
 	})
 }
