@@ -58,5 +58,5 @@ a0=$(pgcpu); t0=$(cpu "$started")
 "$out/loadgen" --url "http://127.0.0.1:$port" --clients "$clients" --runs-per-client "$runs" --pid "$started" | tee "$out/result.json"
 t1=$(cpu "$started"); a1=$(pgcpu)
 hz=$(getconf CLK_TCK); n=$((clients * runs))
-awk -v s=$((t1 - t0)) -v p=$((a1 - a0)) -v n="$n" -v hz="$hz" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" \
-  'BEGIN {printf "server_cpu_ms_per_run=%.3f postgres_cpu_ms_per_run=%.3f loadavg=%s\n", s*1000/hz/n, p*1000/hz/n, load}'
+awk -v s=$((t1 - t0)) -v p=$((a1 - a0)) -v n="$n" -v hz="$hz" -v la="$(cut -d' ' -f1-3 /proc/loadavg)" \
+  'BEGIN {printf "server_cpu_ms_per_run=%.3f postgres_cpu_ms_per_run=%.3f loadavg=%s\n", s*1000/hz/n, p*1000/hz/n, la}'
