@@ -253,7 +253,7 @@ func (m *manager) adopt(rec records.Run) (*liveRun, error) {
 	}
 	lr := m.newLive(rec, kw, g)
 	lr.recovered = true
-	if err := m.broker.Open(rec.ID); err != nil {
+	if err := m.open(lr); err != nil {
 		return nil, err
 	}
 	m.enqueue(lr)
@@ -283,6 +283,18 @@ func (m *manager) newLive(rec records.Run, kw runKwargs, g *servedGraph) *liveRu
 	// take turns at its lock. Shutdown cancels the runs one by one.
 	lr.ctx, lr.cancel = context.WithCancelCause(context.Background())
 	return lr
+}
+
+// open opens a run's stream and publishes its first event, metadata
+// (the run and its attempt), at once: a client learns the run's id while
+// the run waits its turn (its thread's line, a worker), as the LangGraph
+// server tells it.
+func (m *manager) open(lr *liveRun) error {
+	if err := m.broker.Open(lr.rec.ID); err != nil {
+		return err
+	}
+	_ = m.publish(lr, "metadata", metadataEvent(lr.rec.ID, lr.rec.Attempt))
+	return nil
 }
 
 // enqueue puts a run in its thread's line, not yet launched.
@@ -455,7 +467,6 @@ func (m *manager) run(lr *liveRun) {
 		GraphID: lr.graph.id, User: lr.rec.Owner, Attempt: lr.rec.Attempt,
 	})
 	enc := newEncoder(lr.kw.StreamMode, lr.kw.Subgraphs, runMeta(lr.rec.Metadata, threadID, lr.rec.ID, lr.rec.Attempt))
-	_ = m.publish(lr, "metadata", metadataEvent(lr.rec.ID, lr.rec.Attempt))
 	runErr := m.stream(ctx, lr, lease, enc)
 	m.end(lr, enc, runErr, lease)
 }

@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -285,4 +287,44 @@ func TestStreamFlushesWhileRunWaits(t *testing.T) {
 	}
 	s.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1", nil)
 	c.rest()
+}
+
+// A run queued behind another (multitask enqueue) tells its stream at
+// once which run it is: its first event, metadata, comes while it waits,
+// as the LangGraph server sends it, not only when it starts.
+func TestQueuedRunMetadataAtOnce(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	first := s.openSSE("POST", "/threads/"+tid+"/runs/stream", map[string]any{
+		"assistant_id": "slow", "input": map[string]any{"delay_ms": 600000, "tag": "a"}, "stream_mode": []string{"values"},
+	})
+	if got := names(first.take(2)); got[0] != "metadata" || got[1] != "values" {
+		t.Fatalf("first run's events = %v, want metadata, values", got)
+	}
+	floc := first.res.Header.Get("Content-Location")
+	firstID := floc[len(floc)-36:]
+	queued := s.openSSE("POST", "/threads/"+tid+"/runs/stream", map[string]any{
+		"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "b"}, "stream_mode": []string{"values"},
+		"multitask_strategy": "enqueue",
+	})
+	loc := queued.res.Header.Get("Content-Location")
+	rid := loc[len(loc)-36:]
+	ev := queued.take(1)[0]
+	var meta map[string]any
+	if err := json.Unmarshal(ev.Data, &meta); err != nil {
+		t.Fatalf("metadata event %s: %v", ev.Data, err)
+	}
+	if ev.Event != "metadata" || meta["run_id"] != rid || meta["attempt"] != float64(1) {
+		t.Fatalf("queued run's first event = %s %s, want metadata {run_id: %s, attempt: 1}", ev.Event, ev.Data, rid)
+	}
+	if r := s.must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).obj(t); r["status"] != "pending" {
+		t.Fatalf("queued run = %v while the first holds the thread, want pending", r["status"])
+	}
+	// Once the first run is cancelled, the queued one runs to its end on
+	// the same stream, without a second metadata event.
+	s.must(204, "POST", "/threads/"+tid+"/runs/"+firstID+"/cancel?wait=1", nil)
+	rest := names(queued.rest())
+	if len(rest) == 0 || slices.Contains(rest, "metadata") || !slices.Contains(rest, "values") {
+		t.Fatalf("queued run's later events = %v, want values and no second metadata", rest)
+	}
 }

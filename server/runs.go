@@ -54,7 +54,7 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 		return nil, err
 	}
 	lr := m.newLive(rec, kw, g)
-	if err := m.broker.Open(rec.ID); err != nil {
+	if err := m.open(lr); err != nil {
 		return nil, err
 	}
 	lr.admitted, made = true, true
