@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -134,9 +133,8 @@ type pgDB struct{ pool *pgxpool.Pool }
 const pgCleanup = 5 * time.Second
 
 // Write runs fn in a transaction whose BEGIN goes out with its first
-// statement, and COMMIT with the savepoint it left queued
-// (pgconn.RunTx): a batch of writes pays no round trip for its BEGIN,
-// its COMMIT or its savepoints.
+// statement (pgconn.RunTx): a batch of writes pays no round trip for its
+// BEGIN.
 func (d pgDB) Write(ctx context.Context, fn func(Tx) error) error {
 	return pgconn.RunTx(ctx, d.pool, pgCleanup, "BEGIN", nil, func(tx *pgconn.Tx) error { return fn(pgTx{tx}) })
 }
@@ -148,15 +146,7 @@ func (d pgDB) Read(ctx context.Context, fn func(Tx) error) error { return fn(pgP
 
 type pgTx struct{ tx *pgconn.Tx }
 
-// Exec runs a statement. A savepoint's SAVEPOINT and RELEASE, which
-// answer nothing the caller reads, are queued to go out with the next
-// statement (pgconn.Tx): should one fail, the next statement fails with
-// it, the transaction is aborted, and COMMIT tells.
 func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	if len(args) == 0 && (strings.HasPrefix(query, "SAVEPOINT ") || strings.HasPrefix(query, "RELEASE SAVEPOINT ")) {
-		t.tx.Queue(query)
-		return 0, nil
-	}
 	tag, err := t.tx.Exec(ctx, query, args...)
 	return tag.RowsAffected(), err
 }
