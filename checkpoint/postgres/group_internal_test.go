@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+	"github.com/weftlabs/weft/internal/sqldb"
 )
 
 // queued waits until n writers wait in db's queue.
@@ -62,7 +63,7 @@ func TestGroupCommitIsolatesWriters(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					errs[i] = db.Write(wctx, []string{fmt.Sprint("thread", i%4)}, func(tx sqlstore.Tx) error {
-						if _, err := queryOne(ctx, tx, "SELECT txid_current()", &txids[i]); err != nil {
+						if _, err := sqldb.QueryRow(ctx, tx, "SELECT txid_current()", nil, &txids[i]); err != nil {
 							return err
 						}
 						switch i % 4 {

@@ -12,6 +12,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
 	pgconnx "github.com/weftlabs/weft/internal/pgconn"
 	"github.com/weftlabs/weft/internal/pgtest"
+	"github.com/weftlabs/weft/internal/sqldb"
 )
 
 // txDB opens a driver with one pooled connection, so that a test sees the
@@ -107,7 +108,7 @@ func TestWritePipeline(t *testing.T) {
 					return err
 				}
 				var n int
-				if _, err := queryOne(ctx, tx, "SELECT COUNT(*) FROM t", &n); err != nil {
+				if _, err := sqldb.QueryRow(ctx, tx, "SELECT COUNT(*) FROM t", nil, &n); err != nil {
 					return err
 				}
 				if n != 2 {
@@ -171,7 +172,7 @@ func TestWritePipeline(t *testing.T) {
 			// A read sees one snapshot, and ends its transaction.
 			err = db.Read(ctx, func(tx sqlstore.Tx) error {
 				var n int
-				_, err := queryOne(ctx, tx, "SELECT COUNT(*) FROM t", &n)
+				_, err := sqldb.QueryRow(ctx, tx, "SELECT COUNT(*) FROM t", nil, &n)
 				if n != 3 {
 					t.Errorf("Read sees %d rows; want 3", n)
 				}
@@ -230,20 +231,4 @@ func TestWriteHoldsLock(t *testing.T) {
 	if !free("th'1") {
 		t.Error("the lock is held after the write")
 	}
-}
-
-func queryOne(ctx context.Context, tx sqlstore.Tx, query string, dest ...any) (bool, error) {
-	rows, err := tx.Query(ctx, query)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return false, rows.Err()
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return false, err
-	}
-	rows.Close()
-	return true, rows.Err()
 }
