@@ -179,20 +179,29 @@ func mergeObjects(base, patch json.RawMessage) (json.RawMessage, error) {
 
 // mergeMaps is mergeObjects through maps.
 func mergeMaps(base, patch json.RawMessage) (json.RawMessage, error) {
-	var b, p map[string]json.RawMessage
-	if err := json.Unmarshal(object(base), &b); err != nil {
-		return nil, fmt.Errorf("%w: stored object: %v", ErrCorrupt, err)
-	}
-	if err := json.Unmarshal(object(patch), &p); err != nil {
+	b, p, err := decodeMaps(base, patch, "object")
+	if err != nil {
 		return nil, err
-	}
-	if b == nil {
-		b = map[string]json.RawMessage{}
 	}
 	for k, v := range p {
 		b[k] = v
 	}
 	return json.Marshal(b)
+}
+
+// decodeMaps decodes a stored object (what names it in the error: it is
+// corrupt when it does not decode) and a patch of it, base never nil.
+func decodeMaps(base, patch json.RawMessage, what string) (b, p map[string]json.RawMessage, err error) {
+	if err := json.Unmarshal(object(base), &b); err != nil {
+		return nil, nil, fmt.Errorf("%w: stored %s: %v", ErrCorrupt, what, err)
+	}
+	if err := json.Unmarshal(object(patch), &p); err != nil {
+		return nil, nil, err
+	}
+	if b == nil {
+		b = map[string]json.RawMessage{}
+	}
+	return b, p, nil
 }
 
 // mergeConfig merges a run config into a thread's: top-level keys are
@@ -234,15 +243,9 @@ func mergeConfig(base, patch json.RawMessage) (json.RawMessage, error) {
 
 // mergeConfigMaps is mergeConfig through maps.
 func mergeConfigMaps(base, patch json.RawMessage) (json.RawMessage, error) {
-	var b, p map[string]json.RawMessage
-	if err := json.Unmarshal(object(base), &b); err != nil {
-		return nil, fmt.Errorf("%w: stored config: %v", ErrCorrupt, err)
-	}
-	if err := json.Unmarshal(object(patch), &p); err != nil {
+	b, p, err := decodeMaps(base, patch, "config")
+	if err != nil {
 		return nil, err
-	}
-	if b == nil {
-		b = map[string]json.RawMessage{}
 	}
 	for k, v := range p {
 		if k == "configurable" {
