@@ -106,7 +106,7 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		for _, r := range group {
 			r.err = err
@@ -161,13 +161,15 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 	}
 	if err := tx.Commit(); err != nil {
 		failed(err)
+		return
 	}
+	s.committed()
 }
 
 // runAlone runs one writer in a transaction of its own, under its own
 // context.
 func (s *sqlDB) runAlone(r *writeReq) error {
-	tx, err := s.db.BeginTx(r.ctx, nil)
+	tx, err := s.beginWrite(r.ctx)
 	if err != nil {
 		return err
 	}
@@ -175,7 +177,11 @@ func (s *sqlDB) runAlone(r *writeReq) error {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.committed()
+	return nil
 }
 
 // call runs r's statements in tx, bounded by ctx whatever context they

@@ -114,6 +114,9 @@ func openOptions(ctx context.Context, path string, opts Options, pragmas []strin
 	// 64 KiB: in memory it costs a copy instead of a write system call
 	// per page.
 	q.Add("_pragma", "temp_store(MEMORY)")
+	// The driver's own goroutine copies the log into the database, beside
+	// the writers rather than inside one of their commits (wal.go).
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
 	}
@@ -142,15 +145,19 @@ func openOptions(ctx context.Context, path string, opts Options, pragmas []strin
 	if !opts.SkipMigrate {
 		if err := d.Migrate(ctx); err != nil {
 			// Named and explained by sqlDB.
-			db.Close()
+			d.Close()
 			return nil, err
 		}
 	}
+	d.w.startCheckpointer()
 	return d, nil
 }
 
-// Close closes the database.
-func (d *Driver) Close() error { return d.db.Close() }
+// Close waits for the write in progress, stops the driver's WAL
+// checkpoints and closes the database.
+func (d *Driver) Close() error {
+	return errors.Join(d.w.close(), d.db.Close())
+}
 
 // Path returns the file the driver was opened on.
 func (d *Driver) Path() string { return d.path }
@@ -185,6 +192,10 @@ type sqlDB struct {
 	// under busy_timeout.
 	wlock chan struct{}
 	q     queue
+	// wconn is the connection writes run on, under wlock (wal.go).
+	wconn *sql.Conn
+	// ckpt copies the log into the database (wal.go).
+	ckpt *walCheckpointer
 }
 
 // explain names the file in an error of SQLite, and says what made it

@@ -1,0 +1,188 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// WAL checkpoints. SQLite appends every commit to the write-ahead log
+// (the -wal file) and copies the log back into the database file in a
+// checkpoint. Left to itself, SQLite runs that checkpoint inside the
+// commit that takes the log past 1,000 pages: it reads the pages back,
+// writes them to the database file and syncs both files to disk, all
+// while holding the write lock, and every writer of the process waits
+// (a server's runs stall for the length of two disk flushes).
+//
+// Here the pool's connections never checkpoint on their own
+// (wal_autocheckpoint 0). A goroutine of the driver does it instead,
+// after commits, at most every walCheckpointPause, in SQLite's PASSIVE
+// mode, which runs beside writers: the copy and the disk flushes happen
+// while writers go on appending. A log that keeps growing under writers
+// is never all copied, though, and SQLite starts the log over from its
+// beginning only when a writer finds it all copied. So once the log
+// holds walRestartFrames pages, the goroutine takes the write lock for
+// one more PASSIVE checkpoint, which has only the pages appended since
+// the last one to copy, and the next writer starts the log over. The log
+// stays bounded as it was, and the write lock is held for a small part
+// of the copying it used to be held for.
+
+// walRestartFrames is the log length, in pages, past which the
+// checkpointer finishes a checkpoint under the write lock so that the
+// log starts over: 16 MiB of 4 KiB pages. SQLite's own threshold is
+// 1,000 pages; a longer log holds the writers up less often, each time
+// for about as long (two disk flushes of the pages appended since the
+// last checkpoint).
+const walRestartFrames = 4096
+
+// walCheckpointPause is the least time between two checkpoints.
+const walCheckpointPause = 100 * time.Millisecond
+
+// walCheckpointTimeout bounds one checkpoint.
+const walCheckpointTimeout = 30 * time.Second
+
+// walCheckpointer runs the driver's checkpoints (see above).
+type walCheckpointer struct {
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	stopped sync.Once
+}
+
+// committed tells the checkpointer that a write transaction committed.
+func (s *sqlDB) committed() {
+	if s.ckpt == nil {
+		return
+	}
+	select {
+	case s.ckpt.kick <- struct{}{}:
+	default:
+	}
+}
+
+// startCheckpointer starts the checkpoint goroutine.
+func (s *sqlDB) startCheckpointer() {
+	s.ckpt = &walCheckpointer{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.checkpointLoop()
+}
+
+// stopCheckpointer stops the checkpoint goroutine and waits for it; a
+// second call waits only.
+func (s *sqlDB) stopCheckpointer() {
+	if s.ckpt == nil {
+		return
+	}
+	s.ckpt.stopped.Do(func() { close(s.ckpt.stop) })
+	<-s.ckpt.done
+}
+
+func (s *sqlDB) checkpointLoop() {
+	defer close(s.ckpt.done)
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	for {
+		select {
+		case <-s.ckpt.stop:
+			return
+		case <-s.ckpt.kick:
+		}
+		if err := s.checkpointOnce(); err != nil {
+			slog.Warn("checkpoint/sqlite: WAL checkpoint failed; the log grows until one succeeds", "file", s.path, "err", err)
+		}
+		pause.Reset(walCheckpointPause)
+		select {
+		case <-s.ckpt.stop:
+			return
+		case <-pause.C:
+		}
+	}
+}
+
+// checkpointOnce copies the log into the database beside the writers,
+// and finishes under the write lock when the log is long enough to start
+// over.
+func (s *sqlDB) checkpointOnce() error {
+	logFrames, copied, err := s.passiveCheckpoint()
+	if err != nil || logFrames < walRestartFrames {
+		return err
+	}
+	if logFrames-copied > walRestartFrames/2 && logFrames < 2*walRestartFrames {
+		// Readers held the copy back; try again beside the writers
+		// before holding them up.
+		return nil
+	}
+	select {
+	case s.wlock <- struct{}{}:
+	case <-s.ckpt.stop:
+		return nil
+	}
+	defer func() { <-s.wlock }()
+	_, _, err = s.passiveCheckpoint()
+	return err
+}
+
+// passiveCheckpoint runs one PASSIVE checkpoint and returns the pages in
+// the log and those of them copied into the database.
+func (s *sqlDB) passiveCheckpoint() (logFrames, copied int64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), walCheckpointTimeout)
+	defer cancel()
+	var busy int64
+	if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &copied); err != nil {
+		return 0, 0, s.explain(err)
+	}
+	return logFrames, copied, nil
+}
+
+// beginWrite begins a write transaction on the writer's connection,
+// taking one from the pool the first time and again when it was lost.
+// It runs under wlock.
+//
+// Every write of the process runs on this one connection: SQLite keeps
+// a page cache per connection and empties it when another connection
+// has written since, so a connection that only this process's writers
+// use finds the pages its last transaction wrote still in memory.
+func (s *sqlDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	for retried := false; ; retried = true {
+		if s.wconn == nil {
+			c, err := s.db.Conn(ctx)
+			if err != nil {
+				return nil, err
+			}
+			s.wconn = c
+		}
+		tx, err := s.wconn.BeginTx(ctx, nil)
+		if err == nil {
+			return tx, nil
+		}
+		if retried || !(errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)) {
+			return nil, err
+		}
+		s.wconn.Close()
+		s.wconn = nil
+	}
+}
+
+// close stops the checkpointer, waits for the writer in progress and
+// gives the writer's connection back, so that closing the pool closes
+// it (and SQLite, closing its last connection, copies the log into the
+// database and removes it).
+func (s *sqlDB) close() error {
+	s.stopCheckpointer()
+	select {
+	case s.wlock <- struct{}{}:
+		defer func() { <-s.wlock }()
+	case <-time.After(groupTimeout + 5*time.Second):
+		return fmt.Errorf("checkpoint/sqlite: closing %s: a write still runs after %s", s.path, groupTimeout+5*time.Second)
+	}
+	if s.wconn == nil {
+		return nil
+	}
+	err := s.wconn.Close()
+	s.wconn = nil
+	return err
+}

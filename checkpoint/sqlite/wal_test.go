@@ -1,0 +1,142 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The driver's checkpointer copies the log into the database and makes it
+// start over, so a file written far past walRestartFrames pages keeps a
+// log of about that length: without it (the pool's connections never
+// checkpoint on their own), the log would hold every page ever written.
+func TestWALStartsOverUnderSteadyWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes about 100 MiB")
+	}
+	d := openScratch(t)
+	ctx := context.Background()
+	if _, err := d.db.Exec(`CREATE TABLE big (k INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	// Each write replaces a 64 KiB row: 16 or more pages appended to the
+	// log. 6 × walRestartFrames pages in all, from 4 writers at once.
+	blob := []byte(strings.Repeat("x", 64<<10))
+	const writers = 4
+	perWriter := 6 * walRestartFrames / 16 / writers
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				err := d.WriteTx(ctx, func(tx *sql.Tx) error {
+					_, err := tx.Exec(`INSERT OR REPLACE INTO big (k, v) VALUES (?, ?)`, w*perWriter+i%8, blob)
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(d.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The log file keeps the largest size the log ever had.
+	written := int64(6 * walRestartFrames * 4096)
+	if info.Size() >= written*2/3 {
+		t.Fatalf("the log file grew to %d bytes for about %d written: it never started over", info.Size(), written)
+	}
+}
+
+// Close gives the writers' connection back before closing the pool, so
+// that SQLite, closing its last connection, copies the log into the
+// database and removes it; a connection kept would keep the log.
+func TestCloseRemovesTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.db")
+	d, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.db.Exec(`CREATE TABLE scratch (v TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := d.WriteTx(context.Background(), func(tx *sql.Tx) error {
+			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, strconv.Itoa(i))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(path + "-wal"); err != nil {
+		t.Fatalf("no log while open: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the log is still there after Close: %v", err)
+	}
+	d2, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	var n int
+	if err := d2.db.QueryRow(`SELECT count(*) FROM scratch`).Scan(&n); err != nil || n != 10 {
+		t.Fatalf("after reopening: %d rows (%v), want 10", n, err)
+	}
+}
+
+// A writer whose connection was lost (closed under it) gets a new one.
+func TestWriterConnectionReplaced(t *testing.T) {
+	d := openScratch(t)
+	ctx := context.Background()
+	write := func(v string) error {
+		return d.WriteTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
+			return err
+		})
+	}
+	if err := write("a"); err != nil {
+		t.Fatal(err)
+	}
+	d.w.wlock <- struct{}{}
+	d.w.wconn.Close()
+	<-d.w.wlock
+	if err := write("b"); err != nil {
+		t.Fatalf("after the writers' connection was closed: %v", err)
+	}
+	if got := scratchRows(t, d); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("rows %v, want a,b", got)
+	}
+}
+
+// Closing twice is harmless, as closing a *sql.DB twice is.
+func TestCloseTwice(t *testing.T) {
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+}
