@@ -127,6 +127,9 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 	// (sqldb.Cached's Bound), and a statement waiting for another
 	// process's lock is bounded by busy_timeout.
 	stmtCtx := context.WithoutCancel(ctx)
+	// The savepoints' statements are prepared once, as the writers' are,
+	// rather than parsed again for each writer.
+	sp := sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts, Ctx: stmtCtx}
 	ran := false
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -137,12 +140,12 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 			failed(err)
 			return
 		}
-		if _, err := tx.ExecContext(stmtCtx, "SAVEPOINT "+groupSavepoint); err != nil {
+		if _, err := sp.ExecContext(stmtCtx, "SAVEPOINT "+groupSavepoint); err != nil {
 			failed(err)
 			return
 		}
 		if r.err = s.call(ctx, tx, r); r.err != nil {
-			if _, err := tx.ExecContext(stmtCtx, "ROLLBACK TO "+groupSavepoint); err != nil {
+			if _, err := sp.ExecContext(stmtCtx, "ROLLBACK TO "+groupSavepoint); err != nil {
 				// SQLite rolled the whole transaction back.
 				failed(err)
 				return
@@ -150,7 +153,7 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 		} else {
 			ran = true
 		}
-		if _, err := tx.ExecContext(stmtCtx, "RELEASE "+groupSavepoint); err != nil {
+		if _, err := sp.ExecContext(stmtCtx, "RELEASE "+groupSavepoint); err != nil {
 			failed(err)
 			return
 		}
