@@ -27,10 +27,12 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -50,11 +52,15 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; " +
 	"form-action 'self'; frame-ancestors 'none'"
 
-// asset is one file, ready to serve.
+// asset is one file, ready to serve. The file itself is read from the
+// embedded files when it is served plain: ReadFile would copy it into the
+// heap, to keep for the rare client that takes no gzip.
 type asset struct {
 	contentType string
-	raw, gz     []byte
-	etag        string // of raw; the gzip encoding's adds "-gz"
+	path        string // in static
+	size        int64
+	gz          []byte
+	etag        string // of the file; the gzip encoding's adds "-gz"
 }
 
 // Handler serves the web UI: index.html at "/" and the other files under
@@ -66,32 +72,39 @@ type Handler struct {
 // New builds a Handler from the embedded files, compressing each once.
 func New() (*Handler, error) {
 	h := &Handler{assets: map[string]*asset{}}
-	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+	// One compressor for every file: each of gzip's best-compression
+	// writers allocates about 1 MB of tables, garbage once New returns.
+	zw, err := gzip.NewWriterLevel(io.Discard, gzip.BestCompression)
+	if err != nil {
+		return nil, fmt.Errorf("webui: %w", err)
+	}
+	copyBuf := make([]byte, 32<<10)
+	err = fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		raw, err := static.ReadFile(p)
+		f, err := static.Open(p)
 		if err != nil {
 			return err
 		}
+		defer f.Close()
 		var buf bytes.Buffer
-		zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Reset(&buf)
+		sum := sha256.New()
+		n, err := io.CopyBuffer(io.MultiWriter(zw, sum), f, copyBuf)
 		if err != nil {
-			return err
-		}
-		if _, err := zw.Write(raw); err != nil {
 			return err
 		}
 		if err := zw.Close(); err != nil {
 			return err
 		}
-		sum := sha256.Sum256(raw)
 		name := strings.TrimPrefix(p, "static/")
 		h.assets[name] = &asset{
 			contentType: contentType(name),
-			raw:         raw,
-			gz:          buf.Bytes(),
-			etag:        hex.EncodeToString(sum[:12]),
+			path:        p,
+			size:        n,
+			gz:          bytes.Clone(buf.Bytes()),
+			etag:        hex.EncodeToString(sum.Sum(nil)[:12]),
 		}
 		return nil
 	})
@@ -162,10 +175,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: the web UI's files are read with GET", http.StatusMethodNotAllowed)
 		return
 	}
-	body, etag := a.raw, `"`+a.etag+`"`
+	zipped, etag := acceptsGzip(r.Header.Get("Accept-Encoding")), `"`+a.etag+`"`
 	hd.Add("Vary", "Accept-Encoding")
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		body, etag = a.gz, `"`+a.etag+`-gz"`
+	size := a.size
+	if zipped {
+		size, etag = int64(len(a.gz)), `"`+a.etag+`-gz"`
 		hd.Set("Content-Encoding", "gzip")
 	}
 	hd.Set("ETag", etag)
@@ -179,11 +193,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	hd.Set("Content-Length", fmt.Sprint(len(body)))
+	var body io.Reader = bytes.NewReader(a.gz)
+	if !zipped {
+		f, err := static.Open(a.path)
+		if err != nil {
+			// New opened every file it lists: not expected.
+			hd.Del("Content-Encoding")
+			http.Error(w, "webui: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		body = f
+	}
+	hd.Set("Content-Length", strconv.FormatInt(size, 10))
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(body)
+	_, _ = io.Copy(w, body)
 }
 
 // acceptsGzip reports whether an Accept-Encoding header takes gzip.
