@@ -10,7 +10,7 @@ import (
 // SQLite is the SQLite flavour of the records schema.
 var SQLite = &Dialect{
 	Name:       "sqlite",
-	Migrations: [][]string{schemaSQL("TEXT", "INTEGER", "TEXT")},
+	Migrations: [][]string{schemaSQL("TEXT", "INTEGER", "TEXT"), schemaV2},
 	Numbered:   true,
 	Contains:   sqliteContains,
 }
@@ -18,7 +18,7 @@ var SQLite = &Dialect{
 // Postgres is the PostgreSQL flavour of the records schema.
 var Postgres = &Dialect{
 	Name:       "postgres",
-	Migrations: [][]string{schemaSQL("text", "bigint", "jsonb")},
+	Migrations: [][]string{schemaSQL("text", "bigint", "jsonb"), schemaV2},
 	ForUpdate:  " FOR UPDATE",
 	SkipLocked: " FOR UPDATE SKIP LOCKED",
 	Contains: func(col string, filter map[string]any, arg func(any) string) (string, error) {

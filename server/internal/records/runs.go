@@ -71,6 +71,12 @@ func (a Assistant) Stamp() *AssistantStamp {
 	return &AssistantStamp{Version: a.Version, UpdatedAt: a.UpdatedAt}
 }
 
+// threadAndActiveRunsSQL reads a thread ($1, of owner $2) and the ids of
+// its runs pending or running, oldest first.
+const threadAndActiveRunsSQL = `SELECT ` + threadColsOf + `, r.run_id FROM weft_server_threads t
+LEFT JOIN weft_server_runs r ON r.thread_id = t.thread_id AND r.status IN ('pending', 'running')
+WHERE t.thread_id = $1 AND t.owner = $2 ORDER BY r.created_at, r.run_id`
+
 // CreateRun stores a new pending run on its thread, in one transaction:
 // the thread must be the owner's (else ErrNotFound, unless CreateThread),
 // and when it has runs pending or running and the strategy is reject, the
@@ -99,9 +105,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []string, error)
 		if s.d.ForUpdate != "" {
 			lock = s.d.ForUpdate + " OF t"
 		}
-		err := s.query(ctx, tx, `SELECT `+threadColsOf+`, r.run_id FROM weft_server_threads t
-LEFT JOIN weft_server_runs r ON r.thread_id = t.thread_id AND r.status IN ('pending', 'running')
-WHERE t.thread_id = $1 AND t.owner = $2 ORDER BY r.created_at, r.run_id`+lock, []any{run.ThreadID, run.Owner}, func(r Rows) error {
+		err := s.query(ctx, tx, threadAndActiveRunsSQL+lock, []any{run.ThreadID, run.Owner}, func(r Rows) error {
 			var active sql.NullString
 			row, err := scanThreadAnd(r, &active)
 			if err != nil {
@@ -237,6 +241,10 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]Run, error) {
 	return out, err
 }
 
+// setRunStatusSQL sets the status ($1) and updated_at ($2) of run $3 when
+// it is still pending or running with worker $4.
+const setRunStatusSQL = `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status IN ('pending', 'running')`
+
 // MarkRunning records that the worker started run runID of thread
 // threadID: its status
 // becomes running. It reports false when the run is no longer pending
@@ -244,8 +252,7 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]Run, error) {
 func (s *Store) MarkRunning(ctx context.Context, threadID, runID, worker string) (bool, error) {
 	var n int64
 	err := s.write(ctx, threadID, func(tx Tx) (err error) {
-		n, err = s.exec(ctx, tx, `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status IN ('pending', 'running')`,
-			RunRunning, micros(s.now()), runID, worker)
+		n, err = s.exec(ctx, tx, setRunStatusSQL, RunRunning, micros(s.now()), runID, worker)
 		return err
 	})
 	return n == 1, err
@@ -272,8 +279,7 @@ func (s *Store) FinishRun(ctx context.Context, f Finish) (bool, error) {
 	var n int64
 	err := s.write(ctx, f.ThreadID, func(tx Tx) (err error) {
 		now := micros(s.now())
-		n, err = s.exec(ctx, tx, `UPDATE weft_server_runs SET status = $1, updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status IN ('pending', 'running')`,
-			f.Status, now, f.RunID, f.Worker)
+		n, err = s.exec(ctx, tx, setRunStatusSQL, f.Status, now, f.RunID, f.Worker)
 		if err != nil {
 			return err
 		}
@@ -282,17 +288,20 @@ func (s *Store) FinishRun(ctx context.Context, f Finish) (bool, error) {
 	return n == 1, err
 }
 
+// settledStatus sets the status of thread $1 after run $2 ended: busy
+// while other runs are pending or running, else $3.
+const settledStatus = `status = CASE WHEN EXISTS (SELECT 1 FROM weft_server_runs WHERE thread_id = $1 AND run_id <> $2 AND status IN ('pending', 'running')) THEN 'busy' ELSE $3 END`
+
 // settleThread sets a thread's status after a run ended: busy while other
 // runs than runID are pending or running, else status. One statement: the
 // count of the other runs is the update's own.
 func (s *Store) settleThread(ctx context.Context, tx Tx, threadID, runID, status string, values, interrupts json.RawMessage, now int64) error {
-	const settled = `status = CASE WHEN EXISTS (SELECT 1 FROM weft_server_runs WHERE thread_id = $1 AND run_id <> $2 AND status IN ('pending', 'running')) THEN 'busy' ELSE $3 END`
 	var err error
 	if values != nil {
-		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settled+`, state_values = $4, interrupts = $5, updated_at = $6 WHERE thread_id = $1`,
+		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settledStatus+`, state_values = $4, interrupts = $5, updated_at = $6 WHERE thread_id = $1`,
 			threadID, runID, status, string(values), nullable(interrupts), now)
 	} else {
-		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settled+`, updated_at = $4 WHERE thread_id = $1`, threadID, runID, status, now)
+		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settledStatus+`, updated_at = $4 WHERE thread_id = $1`, threadID, runID, status, now)
 	}
 	return err
 }
@@ -412,7 +421,9 @@ func (s *Store) ClaimOrphans(ctx context.Context, worker string, ttl time.Durati
 	err := s.write(ctx, "", func(tx Tx) error {
 		out = nil
 		now := s.now()
-		err := s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE status IN ('pending', 'running') AND worker <> $1
+		// attempt > 0 holds for every run: it names the partial index
+		// weft_server_runs_orphans (schemaV2), which only this query uses.
+		err := s.query(ctx, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE status IN ('pending', 'running') AND attempt > 0 AND worker <> $1
 AND worker NOT IN (SELECT worker_id FROM weft_server_workers WHERE heartbeat_at >= $2)
 ORDER BY created_at, run_id LIMIT $3`+s.d.SkipLocked, []any{worker, micros(now.Add(-ttl)), limit}, func(r Rows) error {
 			run, err := scanRun(r)
