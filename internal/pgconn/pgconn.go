@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -27,10 +29,23 @@ import (
 // default works). The pool holds up to DefaultMaxConns connections unless
 // the string sets pool_max_conns. The error is pgxpool's, for callers to
 // wrap.
+//
+// A string that names no sslmode (and no PGSSLMODE in the environment)
+// for a server on a loopback address (localhost, 127.0.0.0/8, ::1) gets
+// sslmode=allow instead of pgx's and libpq's prefer: the connection is
+// made without TLS, and with TLS only if the server refuses that. Between
+// two processes of one machine TLS protects nothing, and it cost both
+// sides about a tenth of their CPU per run of weft serve (the records'
+// and checkpoints' statements are small and many).
 func PoolConfig(url string) (*pgxpool.Config, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
+	}
+	if !strings.Contains(url, "sslmode") && os.Getenv("PGSSLMODE") == "" && loopback(pc.ConnConfig) {
+		if pc, err = pgxpool.ParseConfig(withParam(url, "sslmode", "allow")); err != nil {
+			return nil, err
+		}
 	}
 	if !strings.Contains(url, "default_query_exec_mode") {
 		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
@@ -39,6 +54,40 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 		pc.MaxConns = DefaultMaxConns
 	}
 	return pc, nil
+}
+
+// loopback reports whether every host cfg may connect to (its fallbacks
+// too) is this machine: a loopback address, localhost, or a Unix socket.
+func loopback(cfg *pgx.ConnConfig) bool {
+	local := func(host string) bool {
+		if strings.HasPrefix(host, "/") || strings.EqualFold(host, "localhost") {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	if !local(cfg.Host) {
+		return false
+	}
+	for _, f := range cfg.Fallbacks {
+		if !local(f.Host) {
+			return false
+		}
+	}
+	return true
+}
+
+// withParam adds key=value to a connection string: a query parameter of
+// a URL, or a keyword of a key=value string.
+func withParam(connString, key, value string) string {
+	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
+		sep := "?"
+		if strings.Contains(connString, "?") {
+			sep = "&"
+		}
+		return connString + sep + key + "=" + value
+	}
+	return connString + " " + key + "=" + value
 }
 
 // Prepares reports whether a connection configured by cfg sends its

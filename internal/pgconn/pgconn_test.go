@@ -91,3 +91,61 @@ func TestPoolConfigExecMode(t *testing.T) {
 		}
 	}
 }
+
+// A server on this machine is reached without TLS first (sslmode=allow)
+// unless the string or PGSSLMODE names a mode; any other keeps pgx's
+// prefer (TLS first).
+func TestPoolConfigLoopbackTLS(t *testing.T) {
+	t.Setenv("PGSSLMODE", "")
+	cases := []struct {
+		conn string
+		// tlsFirst: the first attempt uses TLS; plainFallback: some
+		// attempt goes without it.
+		tlsFirst, plainFallback bool
+	}{
+		{"postgres://u@127.0.0.1:5432/db", false, false},
+		{"postgresql://u@[::1]:5432/db?pool_max_conns=4", false, false},
+		{"host=localhost dbname=db user=u", false, false},
+		{"postgres://u@localhost,127.0.0.2/db", false, false},
+		{"postgres://u@db.example:5432/db", true, true},
+		{"postgres://u@localhost,db.example/db", true, true},
+		{"postgres://u@127.0.0.1:5432/db?sslmode=prefer", true, true},
+		{"postgres://u@127.0.0.1:5432/db?sslmode=require", true, false},
+		{"host=127.0.0.1 dbname=db sslmode=disable", false, true},
+	}
+	for _, c := range cases {
+		pc, err := PoolConfig(c.conn)
+		if err != nil {
+			t.Fatalf("%s: %v", c.conn, err)
+		}
+		cfg := pc.ConnConfig
+		plain := cfg.TLSConfig == nil
+		for _, f := range cfg.Fallbacks {
+			plain = plain || f.TLSConfig == nil
+		}
+		if got := cfg.TLSConfig != nil; got != c.tlsFirst {
+			t.Errorf("%s: first attempt with TLS = %v; want %v", c.conn, got, c.tlsFirst)
+		}
+		if want := !c.tlsFirst || c.plainFallback; plain != want {
+			t.Errorf("%s: some attempt without TLS = %v; want %v", c.conn, plain, want)
+		}
+		if !c.tlsFirst && !strings.Contains(c.conn, "sslmode") {
+			// allow: TLS when the server refuses a plain connection.
+			withTLS := false
+			for _, f := range cfg.Fallbacks {
+				withTLS = withTLS || f.TLSConfig != nil
+			}
+			if !withTLS {
+				t.Errorf("%s: no attempt with TLS after the plain one", c.conn)
+			}
+		}
+	}
+	t.Setenv("PGSSLMODE", "require")
+	pc, err := PoolConfig("postgres://u@127.0.0.1:5432/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.ConnConfig.TLSConfig == nil {
+		t.Error("PGSSLMODE=require: the first attempt goes without TLS")
+	}
+}
