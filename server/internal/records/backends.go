@@ -159,6 +159,10 @@ func (t pgTx) Query(ctx context.Context, query string, args ...any) (Rows, error
 	return pgRows{rows}, nil
 }
 
+// Queue holds a statement back until the transaction's next statement or
+// its COMMIT (execLast).
+func (t pgTx) Queue(query string, args ...any) { t.tx.Queue(query, args...) }
+
 type pgPool struct{ pool *pgxpool.Pool }
 
 func (p pgPool) Exec(ctx context.Context, query string, args ...any) (int64, error) {

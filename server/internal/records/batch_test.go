@@ -154,3 +154,57 @@ func TestDialectRewrites(t *testing.T) {
 		t.Error("a dialect with $N placeholders rewrote a query")
 	}
 }
+
+// A write's last statement, held back until the next write's statements
+// or the COMMIT (execLast, on PostgreSQL), that fails is its write's
+// failure only: the batch's other writes are committed, each answered
+// nil, and the failed write's statements are not.
+func TestExecLastFailureIsItsWrites(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		insert := func(id string) func(Tx) error {
+			return func(tx Tx) error {
+				return s.execLast(ctx, tx, `INSERT INTO weft_server_workers (worker_id, started_at, heartbeat_at) VALUES ($1, 1, 1)`, id)
+			}
+		}
+		if err := s.db.Write(ctx, insert("dup")); err != nil {
+			t.Fatal(err)
+		}
+		b := newBatcher(s.db, 1, time.Minute)
+		defer b.close()
+		ids := []string{"a", "dup", "b", "c", "dup", "d"}
+		ops := make([]*writeOp, len(ids))
+		for i, id := range ids {
+			ops[i] = &writeOp{ctx: ctx, done: make(chan error, 1), fn: func(tx Tx) error {
+				// A statement before, whose row the failure must not keep.
+				if _, err := s.exec(ctx, tx, `INSERT INTO weft_server_workers (worker_id, started_at, heartbeat_at) VALUES ($1, 2, 2)`, fmt.Sprint("before-", i)); err != nil {
+					return err
+				}
+				return insert(id)(tx)
+			}}
+		}
+		b.commit(ops)
+		for i, op := range ops {
+			err := <-op.done
+			if (ids[i] == "dup") != (err != nil) {
+				t.Errorf("write %d (%s) = %v", i, ids[i], err)
+			}
+		}
+		var got []string
+		err := s.read(ctx, func(tx Tx) error {
+			return s.query(ctx, tx, `SELECT worker_id FROM weft_server_workers ORDER BY worker_id`, nil, func(r Rows) error {
+				var id string
+				err := r.Scan(&id)
+				got = append(got, id)
+				return err
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a", "b", "before-0", "before-2", "before-3", "before-5", "c", "d", "dup"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("rows %v; want %v", got, want)
+		}
+	})
+}

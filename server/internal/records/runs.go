@@ -170,13 +170,11 @@ WHERE EXISTS (SELECT 1 FROM weft_server_assistants WHERE assistant_id = $4 AND (
 			return fmt.Errorf("%w: assistant %s is no longer version %d", ErrStaleAssistant, run.AssistantID, nr.Assistant.Version)
 		}
 		if found {
-			_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET status = $1, metadata = $2, config = $3, updated_at = $4 WHERE thread_id = $5`,
+			return s.execLast(ctx, tx, `UPDATE weft_server_threads SET status = $1, metadata = $2, config = $3, updated_at = $4 WHERE thread_id = $5`,
 				ThreadBusy, string(t.Metadata), string(t.Config), micros(now), run.ThreadID)
-		} else {
-			_, err = s.exec(ctx, tx, `INSERT INTO weft_server_threads (`+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL)`,
-				t.ID, t.Owner, micros(now), micros(now), string(t.Metadata), string(t.Config), ThreadBusy)
 		}
-		return err
+		return s.execLast(ctx, tx, `INSERT INTO weft_server_threads (`+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL)`,
+			t.ID, t.Owner, micros(now), micros(now), string(t.Metadata), string(t.Config), ThreadBusy)
 	})
 	if err != nil {
 		return Run{}, inflight, err
@@ -296,14 +294,11 @@ const settledStatus = `status = CASE WHEN EXISTS (SELECT 1 FROM weft_server_runs
 // runs than runID are pending or running, else status. One statement: the
 // count of the other runs is the update's own.
 func (s *Store) settleThread(ctx context.Context, tx Tx, threadID, runID, status string, values, interrupts json.RawMessage, now int64) error {
-	var err error
 	if values != nil {
-		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settledStatus+`, state_values = $4, interrupts = $5, updated_at = $6 WHERE thread_id = $1`,
+		return s.execLast(ctx, tx, `UPDATE weft_server_threads SET `+settledStatus+`, state_values = $4, interrupts = $5, updated_at = $6 WHERE thread_id = $1`,
 			threadID, runID, status, string(values), nullable(interrupts), now)
-	} else {
-		_, err = s.exec(ctx, tx, `UPDATE weft_server_threads SET `+settledStatus+`, updated_at = $4 WHERE thread_id = $1`, threadID, runID, status, now)
 	}
-	return err
+	return s.execLast(ctx, tx, `UPDATE weft_server_threads SET `+settledStatus+`, updated_at = $4 WHERE thread_id = $1`, threadID, runID, status, now)
 }
 
 // CancelPending marks owner's pending runs runIDs of a thread as

@@ -107,6 +107,38 @@ func (s *Store) exec(ctx context.Context, tx Tx, query string, args ...any) (int
 	return tx.Exec(ctx, s.d.q(query), args...)
 }
 
+// queuer is a Tx that can hold a statement back, to send it with the
+// transaction's next statement or its COMMIT (PostgreSQL's pipelined
+// transactions).
+type queuer interface {
+	Queue(query string, args ...any)
+}
+
+// execLast runs a write's last statement, whose count of rows nobody
+// reads: where the transaction pipelines (PostgreSQL), it goes with the
+// batch's next write's first statement, or with COMMIT, and costs no
+// round trip of its own. Its failure then fails the statement it went
+// with, and the batch (see batcher.commit) finds out whose it was by
+// running the writes again: a write whose statements fail is never
+// committed, and it gets its own error. Nothing may follow it in the
+// write: a failure of the write's own would not undo it.
+func (s *Store) execLast(ctx context.Context, tx Tx, query string, args ...any) error {
+	inner, w := tx, (*watchedTx)(nil)
+	if wt, ok := tx.(*watchedTx); ok {
+		inner, w = wt.tx, wt
+	}
+	if q, ok := inner.(queuer); ok {
+		if w != nil {
+			// It may change rows.
+			w.changed = true
+		}
+		q.Queue(s.d.q(query), args...)
+		return nil
+	}
+	_, err := s.exec(ctx, tx, query, args...)
+	return err
+}
+
 // queryOne scans the first row of a query with scan and reports whether
 // there was one.
 func queryOne[T any](ctx context.Context, s *Store, tx Tx, query string, args []any, scan func(Rows) (T, error)) (T, bool, error) {
