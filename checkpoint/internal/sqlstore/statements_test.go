@@ -23,6 +23,19 @@ type countDB struct {
 	mu    sync.Mutex
 	txs   int
 	stmts []string
+	// answered counts the statements whose answer the store waited for
+	// (Exec, Query): on PostgreSQL each is a round trip, where the
+	// statements of ExecBatch go with the next of them or the COMMIT.
+	answered int
+}
+
+// takeAnswered returns and forgets the count of answered statements.
+func (c *countDB) takeAnswered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.answered
+	c.answered = 0
+	return n
 }
 
 func (c *countDB) note(q string) {
@@ -79,11 +92,17 @@ type countTx struct {
 
 func (t countTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	t.c.note(query)
+	t.c.mu.Lock()
+	t.c.answered++
+	t.c.mu.Unlock()
 	return t.tx.Exec(ctx, query, args...)
 }
 
 func (t countTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	t.c.note(query)
+	t.c.mu.Lock()
+	t.c.answered++
+	t.c.mu.Unlock()
 	return t.tx.Query(ctx, query, args...)
 }
 
@@ -209,5 +228,48 @@ func TestBatchStatements(t *testing.T) {
 	}
 	if bStmts >= oneStmts {
 		t.Fatalf("in batches: %d statements; one at a time %d; want fewer", bStmts, oneStmts)
+	}
+}
+
+// TestPutAnswers counts the statements whose answer a run's first
+// checkpoint waits for (one round trip each on PostgreSQL): its lease
+// check and its parent's entries, and whether its blob row's version is
+// taken, in one query; the blob row and the checkpoint go with the
+// COMMIT.
+func TestPutAnswers(t *testing.T) {
+	ctx := context.Background()
+	c, s := newCounted(t, sqlstore.Options{})
+	l, err := s.Acquire(ctx, "answers", checkpoint.LeaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	c.take()
+	c.takeAnswered()
+	if err := echoRun("answers")[0](checkpoint.WithLease(ctx, l), s); err != nil {
+		t.Fatal(err)
+	}
+	_, stmts := c.take()
+	if n := c.takeAnswered(); n != 1 {
+		t.Errorf("the first checkpoint waited for %d answers; want 1 (statements: %q)", n, stmts)
+	}
+	if len(stmts) != 3 {
+		t.Errorf("the first checkpoint sent %d statements; want 3: %q", len(stmts), stmts)
+	}
+	// A version taken by another checkpoint: the blob row goes under this
+	// checkpoint's id, and reads back.
+	if _, err := s.Put(checkpoint.WithLease(ctx, l), checkpoint.Config{ThreadID: "answers"},
+		&checkpoint.Checkpoint{V: checkpoint.FormatVersion, ID: "01b", Versions: map[string]int64{"__start__": 1}, VersionsSeen: map[string]map[string]int64{}},
+		checkpoint.Metadata{Source: "input", Step: -1}, []checkpoint.Blob{{Channel: "__start__", Version: 1, Value: json.RawMessage(`{"messages":[{"type":"human","content":"another value, same version"}]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"01": "hello there, echo", "01b": "another value, same version"} {
+		tup, err := s.Get(ctx, checkpoint.Config{ThreadID: "answers", CheckpointID: id})
+		if err != nil || tup == nil {
+			t.Fatalf("Get %s: %v, %v", id, tup, err)
+		}
+		if got := string(tup.Checkpoint.Values["__start__"]); !strings.Contains(got, want) {
+			t.Errorf("checkpoint %s: __start__ = %s; want it to hold %q", id, got, want)
+		}
 	}
 }

@@ -158,11 +158,28 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 			}
 		}
 		if !known {
-			query := `SELECT 0, checkpoint_id, refs FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`
+			// Which of the blob rows to store are taken is asked in the
+			// same query, so that their inserts need no answer of their
+			// own (loadTaken, putValue) and go with the checkpoint's.
+			// (When the parent's entries are known, the probing insert
+			// of putValue and the checkpoint's insert are two statements
+			// where this query and the upserts would be three.)
+			var taken []checkpoint.Blob
+			for _, bl := range blobs {
+				if mayNeedRow(bl) {
+					taken = append(taken, bl)
+				}
+			}
+			query := `SELECT 0, checkpoint_id, refs, 0 FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id IN ($3, $4) AND refs IS NOT NULL`
 			args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID}
 			if fenced {
-				query = s.fence("$5") + query + ` UNION ALL SELECT 1, '', NULL FROM fence`
+				query = s.fence("$5") + query + ` UNION ALL SELECT 1, '', NULL, 0 FROM fence`
 				args = append(args, owner)
+			}
+			if len(taken) > 0 {
+				var conds string
+				conds, args = p.takenTerms(taken, args)
+				query += ` UNION ALL SELECT 2, channel, NULL, version FROM weft_checkpoint_blobs WHERE ` + conds
 			}
 			held := false
 			rows, err := tx.Query(ctx, s.d.q(query), args...)
@@ -170,15 +187,19 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 				return err
 			}
 			for rows.Next() {
-				var lease int64
+				var lease, version int64
 				var id string
 				var raw []byte
-				if err := rows.Scan(&lease, &id, &raw); err != nil {
+				if err := rows.Scan(&lease, &id, &raw, &version); err != nil {
 					rows.Close()
 					return err
 				}
 				if lease == 1 {
 					held = true
+					continue
+				}
+				if lease == 2 {
+					p.markTaken(id, version)
 					continue
 				}
 				m, err := decodeRefs(cfg.ThreadID, cfg.Namespace, id, raw)
@@ -288,8 +309,11 @@ type putter struct {
 	ns     string
 	id     string
 	// taken holds the channel versions another checkpoint already stored
-	// in a blob row of origin "".
+	// in a blob row of origin "", among those asked about.
 	taken map[string]map[int64]bool
+	// asked holds the channel versions whose takenness Put's first query
+	// asked already.
+	asked map[probeKey]bool
 	// probe, when probing, is the one channel version loadTaken did not
 	// ask about: putValue's insert finds out whether it is taken.
 	probe   probeKey
@@ -340,15 +364,12 @@ func mayNeedRow(b checkpoint.Blob) bool {
 // have none (triggers, small values and appends are kept inline), and so
 // cost no query here.
 func (p *putter) loadTaken(blobs []checkpoint.Blob) error {
-	if p.taken == nil {
-		p.taken = map[string]map[int64]bool{}
-	}
 	// Each term names the whole primary key, so every database looks each
 	// one up in the index instead of scanning the thread's blobs.
 	args := []any{p.thread, p.ns}
 	var conds []string
 	for _, b := range blobs {
-		if !mayNeedRow(b) {
+		if !mayNeedRow(b) || p.asked[probeKey{b.Channel, b.Version}] {
 			continue
 		}
 		args = append(args, b.Channel, b.Version)
@@ -378,12 +399,38 @@ func (p *putter) loadTaken(blobs []checkpoint.Blob) error {
 		if err := rows.Scan(&ch, &v); err != nil {
 			return err
 		}
-		if p.taken[ch] == nil {
-			p.taken[ch] = map[int64]bool{}
-		}
-		p.taken[ch][v] = true
+		p.markTaken(ch, v)
 	}
 	return rows.Err()
+}
+
+// takenTerms returns the condition that selects, among blobs, those whose
+// channel version is stored without an origin, in a query of the thread
+// ($1) and namespace ($2) whose arguments are args, and args with the
+// condition's; the blobs count as asked (loadTaken).
+func (p *putter) takenTerms(blobs []checkpoint.Blob, args []any) (string, []any) {
+	if p.asked == nil {
+		p.asked = map[probeKey]bool{}
+	}
+	conds := make([]string, len(blobs))
+	for i, b := range blobs {
+		args = append(args, b.Channel, b.Version)
+		conds[i] = fmt.Sprintf("(thread_id = $1 AND ns = $2 AND channel = $%d AND version = $%d AND origin = '')", len(args)-1, len(args))
+		p.asked[probeKey{b.Channel, b.Version}] = true
+	}
+	return strings.Join(conds, " OR "), args
+}
+
+// markTaken records that channel ch's version v is stored without an
+// origin.
+func (p *putter) markTaken(ch string, v int64) {
+	if p.taken == nil {
+		p.taken = map[string]map[int64]bool{}
+	}
+	if p.taken[ch] == nil {
+		p.taken[ch] = map[int64]bool{}
+	}
+	p.taken[ch][v] = true
 }
 
 // putBlob stores one channel value and returns the checkpoint's entry for
