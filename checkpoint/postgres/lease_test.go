@@ -6,6 +6,7 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/checkpointtest"
+	"github.com/weftlabs/weft/checkpoint/internal/sqlstore/sqlstoretest"
 	"github.com/weftlabs/weft/checkpoint/postgres"
 )
 
@@ -27,4 +28,10 @@ func TestOwnershipAcrossProcesses(t *testing.T) {
 // its lease expires.
 func TestKilledHolder(t *testing.T) {
 	checkpointtest.KilledHolder(t, newDatabase, openShared)
+}
+
+// A task's writes made in a batch are checked against the lease by the
+// batch's next fenced write, or before it commits.
+func TestBatchWritesLeaseChecked(t *testing.T) {
+	sqlstoretest.BatchWritesLeaseChecked(t, newSaver(t), nil)
 }

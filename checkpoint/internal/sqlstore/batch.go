@@ -39,6 +39,11 @@ type batch struct {
 	// fenced maps a thread to the owner whose lease this transaction
 	// checked.
 	fenced map[string]string
+	// unchecked maps a thread to the owner whose lease a write of this
+	// transaction relied on without checking it (PutWrites): a later
+	// fenced query of the batch checks it, or the batch does before it
+	// commits.
+	unchecked map[string]string
 	// refs holds the refs column of the checkpoints this transaction
 	// stored (Put), by namespace and id: a child put in the same batch
 	// inherits from its parent without reading it back.
@@ -70,7 +75,15 @@ func (s *Store) WriteBatch(ctx context.Context, threadID string, fn func(context
 			// The first failure, even when fn went on.
 			return b.err
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		for th, owner := range b.unchecked {
+			if err := s.checkOwner(ctx, tx, th, owner); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -150,6 +163,19 @@ func (b *batch) checked(threadID, owner string) {
 		b.fenced = map[string]string{}
 	}
 	b.fenced[threadID] = owner
+	if b.unchecked[threadID] == owner {
+		delete(b.unchecked, threadID)
+	}
+}
+
+// relyOn records that a write of the transaction relies on threadID's
+// lease being owner's without having checked it: the batch checks it
+// before it commits, unless a later fenced write does.
+func (b *batch) relyOn(threadID, owner string) {
+	if b.unchecked == nil {
+		b.unchecked = map[string]string{}
+	}
+	b.unchecked[threadID] = owner
 }
 
 // refsOf returns the refs column a Put of this batch stored for

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
+	"github.com/weftlabs/weft/checkpoint/internal/sqlstore/sqlstoretest"
 )
 
 // A checkpoint put again naming itself as its parent (odd input) is
@@ -74,4 +75,16 @@ func TestBatchLeaseChangedInBatch(t *testing.T) {
 	if !errors.Is(second, checkpoint.ErrLeaseLost) || !errors.Is(err, checkpoint.ErrLeaseLost) {
 		t.Fatalf("a Put after its lease was released in the same batch returned %v (batch %v); want ErrLeaseLost", second, err)
 	}
+}
+
+// A task's writes made in a batch do not wait for their lease check
+// (sqlstoretest.BatchWritesLeaseChecked), and the batch checks the lease
+// once.
+func TestBatchWritesLeaseChecked(t *testing.T) {
+	c, s := newCounted(t, sqlstore.Options{})
+	c.take()
+	sqlstoretest.BatchWritesLeaseChecked(t, s, func() int {
+		_, stmts := c.take()
+		return fenceChecks(stmts)
+	})
 }

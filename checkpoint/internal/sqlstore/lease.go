@@ -126,14 +126,23 @@ func (s *Store) checkFence(ctx context.Context, tx Tx, threadIDs ...string) erro
 		if !fenced {
 			continue
 		}
-		var one int64
-		held, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`+s.d.LockRow), []any{th, owner}, &one)
-		if err != nil {
+		if err := s.checkOwner(ctx, tx, th, owner); err != nil {
 			return err
 		}
-		if !held {
-			return leaseLost(th)
-		}
+	}
+	return nil
+}
+
+// checkOwner refuses a write whose lease of threadID is no longer owner's,
+// locking the lease row until the transaction ends as a fenced Put does.
+func (s *Store) checkOwner(ctx context.Context, tx Tx, threadID, owner string) error {
+	var one int64
+	held, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`+s.d.LockRow), []any{threadID, owner}, &one)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return leaseLost(threadID)
 	}
 	return nil
 }

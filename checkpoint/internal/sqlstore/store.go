@@ -792,6 +792,22 @@ func (s *Store) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID str
 		var hasRegular, known bool
 		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID}
 		owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID)
+		if fenced && bt != nil && runs == 1 && specials == 0 {
+			// In a batch, the one row goes with the batch's next
+			// statement and needs no answer: the lease is checked by
+			// the batch's next fenced write (a run's next checkpoint
+			// asks for its parent's entries anyway), or before the
+			// batch commits. Until then the row is the batch's, which
+			// stores nothing without its lease.
+			row := packRun(writes)
+			value, f := encode(row.value)
+			bt.relyOn(cfg.ThreadID, owner)
+			return tx.ExecBatch(ctx, []Stmt{{Query: s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM weft_checkpoint_writes
+WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0)
+ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`),
+				Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, int64(0), row.channel, f, value}}})
+		}
 		if fenced && runs == 1 && specials == 0 {
 			// The usual case, one row: one statement checks the lease,
 			// that the task has no regular writes stored, and inserts.
