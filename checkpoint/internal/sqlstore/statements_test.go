@@ -203,6 +203,7 @@ func TestBatchStatements(t *testing.T) {
 
 	bctx := leased("in-batches")
 	run = echoRun("in-batches")
+	c.takeAnswered()
 	var bTxs, bStmts, bFences int
 	for _, part := range [][]func(context.Context, *checkpoint.Saver) error{run[:3], run[3:]} {
 		if err := s.Batch(bctx, "in-batches", func(ctx context.Context) error {
@@ -219,7 +220,19 @@ func TestBatchStatements(t *testing.T) {
 		t.Logf("batch of %d writes: %d statements: %q", len(part), len(stmts), stmts)
 		bTxs, bStmts, bFences = bTxs+txs, bStmts+len(stmts), bFences+fenceChecks(stmts)
 	}
-	t.Logf("one at a time: %d transactions, %d statements, %d lease checks; in batches: %d, %d, %d", oneTxs, oneStmts, oneFences, bTxs, bStmts, bFences)
+	bAnswered := c.takeAnswered()
+	t.Logf("one at a time: %d transactions, %d statements, %d lease checks; in batches: %d, %d, %d, %d answered", oneTxs, oneStmts, oneFences, bTxs, bStmts, bFences, bAnswered)
+	// The answers the batches wait for, each a round trip on PostgreSQL
+	// (besides the COMMITs): the first checkpoint's lease check and
+	// parent (which asks whether its blob row's version is taken), the
+	// second's blob row and its insert (which says whether it was stored
+	// before); then the third checkpoint's parent (with the lease check
+	// that the task's writes before it rely on) and its list's log (with
+	// the next free log id, so that the new log's insert needs no
+	// answer).
+	if bAnswered != 5 {
+		t.Errorf("in batches: %d statements answered; want 5", bAnswered)
+	}
 	if oneTxs != len(run) || oneFences != len(run) {
 		t.Fatalf("one at a time: %d transactions and %d lease checks for %d writes; want one each", oneTxs, oneFences, len(run))
 	}

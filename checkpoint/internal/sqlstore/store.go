@@ -314,6 +314,9 @@ type putter struct {
 	// asked holds the channel versions whose takenness Put's first query
 	// asked already.
 	asked map[probeKey]bool
+	// nextLog holds, by channel, the next free log id when a query of
+	// this putter read it (nextLogSQL).
+	nextLog map[string]int64
 	// probe, when probing, is the one channel version loadTaken did not
 	// ask about: putValue's insert finds out whether it is taken.
 	probe   probeKey
@@ -550,23 +553,27 @@ func (p *putter) delta(b checkpoint.Blob, parentRefs map[string]ref) (ref, error
 		return p.newLog(b.Channel, nil, 1, append(base, items...))
 	case refLog:
 		kind, lg.id, logLen = kindLog, baseRef.L, baseRef.N
-		found, err := p.query(`SELECT `+logCols+` FROM weft_checkpoint_logs l WHERE l.thread_id = $1 AND l.ns = $2 AND l.channel = $3 AND l.log_id = $4`,
-			[]any{p.thread, p.ns, b.Channel, lg.id}, &lg.length, &lg.appends, &lg.depth, &lg.sealed, &lg.tail)
+		var next int64
+		found, err := p.query(`SELECT `+logCols+`, `+nextLogSQL+` FROM weft_checkpoint_logs l WHERE l.thread_id = $1 AND l.ns = $2 AND l.channel = $3 AND l.log_id = $4`,
+			[]any{p.thread, p.ns, b.Channel, lg.id}, &lg.length, &lg.appends, &lg.depth, &lg.sealed, &lg.tail, &next)
 		if err != nil {
 			return ref{}, err
 		}
+		p.knowNextLog(b.Channel, next)
 		if !found {
 			return ref{}, corrupt(p.thread, p.ns, p.id, fmt.Sprintf("channel %q: log %d, the base of version %d, is missing", b.Channel, lg.id, b.BaseVersion), nil)
 		}
 	default:
-		found, err := p.query(`SELECT b.kind, COALESCE(b.log_id, 0), COALESCE(b.log_len, 0), COALESCE(l.length, 0), COALESCE(l.appends, 0), COALESCE(l.depth, 0), COALESCE(l.sealed, 0), COALESCE(l.tail, 0)
+		var next int64
+		found, err := p.query(`SELECT b.kind, COALESCE(b.log_id, 0), COALESCE(b.log_len, 0), COALESCE(l.length, 0), COALESCE(l.appends, 0), COALESCE(l.depth, 0), COALESCE(l.sealed, 0), COALESCE(l.tail, 0), `+nextLogSQL+`
 FROM weft_checkpoint_blobs b LEFT JOIN weft_checkpoint_logs l
 ON l.thread_id = b.thread_id AND l.ns = b.ns AND l.channel = b.channel AND l.log_id = b.log_id
 WHERE b.thread_id = $1 AND b.ns = $2 AND b.channel = $3 AND b.version = $4 AND b.origin = $5`,
-			[]any{p.thread, p.ns, b.Channel, b.BaseVersion, baseRef.O}, &kind, &lg.id, &logLen, &lg.length, &lg.appends, &lg.depth, &lg.sealed, &lg.tail)
+			[]any{p.thread, p.ns, b.Channel, b.BaseVersion, baseRef.O}, &kind, &lg.id, &logLen, &lg.length, &lg.appends, &lg.depth, &lg.sealed, &lg.tail, &next)
 		if err != nil {
 			return ref{}, err
 		}
+		p.knowNextLog(b.Channel, next)
 		if !found {
 			return ref{}, fmt.Errorf("%w: channel %q in %s: appended items are based on version %d, which is not stored", checkpoint.ErrInvalid, b.Channel, cfg, b.BaseVersion)
 		}
@@ -626,6 +633,21 @@ func (p *putter) newLog(ch string, base *ref, depth int64, items []json.RawMessa
 	return p.appendLog(ch, logState{depth: depth}, items, row)
 }
 
+// nextLogSQL is the channel's ($3 of the thread $1 and namespace $2) next
+// free log id, as a column of the query that reads a log's base: the
+// thread's writes take turns (its lock), so a log created in the same
+// transaction may take it without asking again (createLog).
+const nextLogSQL = `(SELECT COALESCE(MAX(m.log_id), 0) + 1 FROM weft_checkpoint_logs m WHERE m.thread_id = $1 AND m.ns = $2 AND m.channel = $3)`
+
+// knowNextLog records the next free log id of channel ch, read in this
+// transaction.
+func (p *putter) knowNextLog(ch string, id int64) {
+	if p.nextLog == nil {
+		p.nextLog = map[string]int64{}
+	}
+	p.nextLog[ch] = id
+}
+
 // newLogRow is what a new log's row holds besides its state: its base.
 type newLogRow struct{ bv, bo, bl, bn any }
 
@@ -634,6 +656,16 @@ type newLogRow struct{ bv, bo, bl, bn any }
 // a query for the id, an insert and an update of the state after the
 // first append were three.
 func (p *putter) createLog(ch string, lg *logState, st logState, row *newLogRow) error {
+	if id, ok := p.nextLog[ch]; ok {
+		// The id is known: the insert needs no answer, and goes with
+		// the checkpoint's.
+		p.exec(`INSERT INTO weft_checkpoint_logs (thread_id, ns, channel, log_id, base_version, base_origin, base_log, base_len, length, appends, depth, sealed, tail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			p.thread, p.ns, ch, id, row.bv, row.bo, row.bl, row.bn, st.length, st.appends, lg.depth, st.sealed, st.tail)
+		lg.id = id
+		p.nextLog[ch] = id + 1
+		return nil
+	}
 	found, err := p.query(`INSERT INTO weft_checkpoint_logs (thread_id, ns, channel, log_id, base_version, base_origin, base_log, base_len, length, appends, depth, sealed, tail)
 SELECT $1, $2, $3, COALESCE(MAX(log_id), 0) + 1, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM weft_checkpoint_logs
 WHERE thread_id = $1 AND ns = $2 AND channel = $3 RETURNING log_id`,
