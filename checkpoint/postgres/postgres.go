@@ -278,6 +278,28 @@ func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Ro
 	return rows, nil
 }
 
+// ExecAll runs the statements, after those queued, in one round trip, and
+// returns the rows each changed.
+func (t pgTx) ExecAll(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, error) {
+	ctx, err := t.context(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]pgconnx.Stmt, len(stmts))
+	for i, st := range stmts {
+		ps[i] = pgconnx.Stmt{Query: st.Query, Args: st.Args}
+	}
+	tags, err := t.t.ExecAll(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	ns := make([]int64, len(tags))
+	for i, tag := range tags {
+		ns[i] = tag.RowsAffected()
+	}
+	return ns, nil
+}
+
 // ExecBatch queues the statements: they go out with the next statement,
 // or with COMMIT, in one round trip.
 func (t pgTx) ExecBatch(ctx context.Context, stmts []sqlstore.Stmt) error {

@@ -165,6 +165,29 @@ func TestWritePipeline(t *testing.T) {
 			}
 			idle(t, db)
 
+			// Several statements answered in one round trip, after a
+			// queued one: each one's count of rows; a failing one fails
+			// the write.
+			err = db.Write(ctx, []string{"a"}, func(tx sqlstore.Tx) error {
+				if err := tx.ExecBatch(ctx, []sqlstore.Stmt{insert(9)}); err != nil {
+					return err
+				}
+				ns, err := tx.(pgTx).ExecAll(ctx, []sqlstore.Stmt{
+					{Query: "INSERT INTO t (k) VALUES ($1) ON CONFLICT DO NOTHING", Args: []any{1}},
+					{Query: "INSERT INTO t (k) VALUES ($1) ON CONFLICT DO NOTHING", Args: []any{10}},
+				})
+				if err != nil {
+					return err
+				}
+				if len(ns) != 2 || ns[0] != 0 || ns[1] != 1 {
+					t.Errorf("ExecAll counted %v rows; want [0 1]", ns)
+				}
+				_, err = tx.(pgTx).ExecAll(ctx, []sqlstore.Stmt{insert(11), insert(2), insert(12)})
+				return err
+			})
+			unique(t, err)
+			idle(t, db)
+
 			if got := keys(t, db); len(got) != 3 {
 				t.Fatalf("rows %v after the failed writes; want [1 2 3]", got)
 			}

@@ -100,6 +100,39 @@ func (t *Tx) Exec(ctx context.Context, query string, args ...any) (pgconn.Comman
 	return tag, err
 }
 
+// ExecAll runs statements after the queued ones, in one round trip, and
+// returns each one's command tag. The first that fails is the error, and
+// PostgreSQL skips what follows it.
+func (t *Tx) ExecAll(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, error) {
+	if len(stmts) == 0 {
+		return nil, nil
+	}
+	var b pgx.Batch
+	for _, st := range t.pending {
+		b.Queue(st.Query, st.Args...)
+	}
+	for _, st := range stmts {
+		b.Queue(st.Query, st.Args...)
+	}
+	queued := len(t.pending)
+	t.pending = t.pending[:0]
+	t.sent = true
+	t.sends++
+	br := t.c.SendBatch(ctx, &b)
+	tags := make([]pgconn.CommandTag, len(stmts))
+	for i := range b.Len() {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return nil, err
+		}
+		if i >= queued {
+			tags[i-queued] = tag
+		}
+	}
+	return tags, br.Close()
+}
+
 // Query runs a query after the queued ones.
 func (t *Tx) Query(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
 	if len(t.pending) == 0 {

@@ -70,6 +70,29 @@ type Tx interface {
 	ExecBatch(ctx context.Context, stmts []Stmt) error
 }
 
+// execAller is a Tx that runs several statements in one round trip and
+// returns the rows each changed (PostgreSQL's pipeline).
+type execAller interface {
+	ExecAll(ctx context.Context, stmts []Stmt) ([]int64, error)
+}
+
+// execAll runs statements in order and returns the rows each changed: in
+// one round trip where tx can, else one after the other.
+func execAll(ctx context.Context, tx Tx, stmts []Stmt) ([]int64, error) {
+	if m, ok := tx.(execAller); ok {
+		return m.ExecAll(ctx, stmts)
+	}
+	ns := make([]int64, len(stmts))
+	for i, st := range stmts {
+		n, err := tx.Exec(ctx, st.Query, st.Args...)
+		if err != nil {
+			return nil, err
+		}
+		ns[i] = n
+	}
+	return ns, nil
+}
+
 // Stmt is a statement with its arguments.
 type Stmt = sqldb.Stmt
 

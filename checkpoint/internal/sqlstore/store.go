@@ -224,6 +224,9 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 				bt.checked(cfg.ThreadID, owner)
 			}
 		}
+		// Where the checkpoint's insert is to be answered (below), a
+		// probing insert of a blob row goes in the same round trip.
+		p.deferProbe = known
 		if err := p.loadTaken(blobs); err != nil {
 			return err
 		}
@@ -265,9 +268,25 @@ ON CONFLICT (thread_id, ns, checkpoint_id) DO `
 			if err := p.flush(); err != nil {
 				return err
 			}
-			n, err := tx.Exec(ctx, s.d.q(insert+`NOTHING`), append(row, refsJSON)...)
+			stmts := []Stmt{{Query: s.d.q(insert + `NOTHING`), Args: append(row, refsJSON)}}
+			d := p.deferred
+			if d != nil {
+				stmts = append([]Stmt{{Query: s.d.q(probeSQL), Args: []any{p.thread, p.ns, d.ch, d.version, d.kind, d.f, d.value}}}, stmts...)
+			}
+			ns, err := execAll(ctx, tx, stmts)
 			if err != nil {
 				return err
+			}
+			n := ns[len(ns)-1]
+			if d != nil && ns[0] == 0 {
+				// The version was taken: the value goes under this
+				// checkpoint's id, which its entries then name.
+				p.exec(upsertBlobSQL, p.thread, p.ns, d.ch, d.version, p.id, d.kind, d.f, d.value)
+				kept[d.ch] = ref{V: d.version, Kind: refBlob, O: p.id}
+				refsJSON = entries(ownRefs)
+				if n == 1 {
+					p.exec(`UPDATE weft_checkpoints SET refs = $4 WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`, cfg.ThreadID, cfg.Namespace, cp.ID, refsJSON)
+				}
 			}
 			if n == 0 {
 				var raw []byte
@@ -287,7 +306,7 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`), append(row, refsJSON)
 				}
 			}
 			bt.remember(cfg.Namespace, cp.ID, refsJSON)
-			return nil
+			return p.flush()
 		}
 		p.exec(insert+`UPDATE SET parent_id = excluded.parent_id, ts = excluded.ts, fmt = excluded.fmt,
 metadata = excluded.metadata, body = excluded.body, refs = excluded.refs`, append(row, refsJSON)...)
@@ -317,6 +336,10 @@ type putter struct {
 	// nextLog holds, by channel, the next free log id when a query of
 	// this putter read it (nextLogSQL).
 	nextLog map[string]int64
+	// deferProbe leaves the probing insert of a blob row (putValue) to
+	// be sent with the checkpoint's insert, as deferred.
+	deferProbe bool
+	deferred   *deferredBlob
 	// probe, when probing, is the one channel version loadTaken did not
 	// ask about: putValue's insert finds out whether it is taken.
 	probe   probeKey
@@ -480,12 +503,16 @@ func (p *putter) putValue(ch string, version int64, v json.RawMessage) (ref, boo
 	origin := ""
 	if p.probing && p.probe == (probeKey{ch, version}) {
 		p.probing = false
+		if p.deferProbe && p.deferred == nil {
+			// Sent with the checkpoint's insert, which fixes up its
+			// entries if the version was taken.
+			p.deferred = &deferredBlob{ch: ch, version: version, kind: kind, f: f, value: value}
+			return ref{V: version, Kind: refBlob}, false, nil
+		}
 		if err := p.flush(); err != nil {
 			return ref{}, false, err
 		}
-		n, err := p.tx.Exec(p.ctx, p.s.d.q(`INSERT INTO weft_checkpoint_blobs (thread_id, ns, channel, version, origin, kind, fmt, value, log_id, log_len)
-VALUES ($1, $2, $3, $4, '', $5, $6, $7, NULL, NULL) ON CONFLICT (thread_id, ns, channel, version, origin) DO NOTHING`),
-			p.thread, p.ns, ch, version, kind, f, value)
+		n, err := p.tx.Exec(p.ctx, p.s.d.q(probeSQL), p.thread, p.ns, ch, version, kind, f, value)
 		if err != nil {
 			return ref{}, false, err
 		}
@@ -499,11 +526,27 @@ VALUES ($1, $2, $3, $4, '', $5, $6, $7, NULL, NULL) ON CONFLICT (thread_id, ns, 
 		// checkpoint's id.
 		origin = p.id
 	}
-	p.exec(`INSERT INTO weft_checkpoint_blobs (thread_id, ns, channel, version, origin, kind, fmt, value, log_id, log_len)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL) ON CONFLICT (thread_id, ns, channel, version, origin) DO UPDATE SET
-kind = excluded.kind, fmt = excluded.fmt, value = excluded.value, log_id = excluded.log_id, log_len = excluded.log_len`,
-		p.thread, p.ns, ch, version, origin, kind, f, value)
+	p.exec(upsertBlobSQL, p.thread, p.ns, ch, version, origin, kind, f, value)
 	return ref{V: version, Kind: refBlob, O: origin}, origin != "", nil
+}
+
+// probeSQL stores a channel version's blob row of origin "" unless it is
+// taken: its count of rows says which.
+const probeSQL = `INSERT INTO weft_checkpoint_blobs (thread_id, ns, channel, version, origin, kind, fmt, value, log_id, log_len)
+VALUES ($1, $2, $3, $4, '', $5, $6, $7, NULL, NULL) ON CONFLICT (thread_id, ns, channel, version, origin) DO NOTHING`
+
+// upsertBlobSQL stores a blob row.
+const upsertBlobSQL = `INSERT INTO weft_checkpoint_blobs (thread_id, ns, channel, version, origin, kind, fmt, value, log_id, log_len)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL) ON CONFLICT (thread_id, ns, channel, version, origin) DO UPDATE SET
+kind = excluded.kind, fmt = excluded.fmt, value = excluded.value, log_id = excluded.log_id, log_len = excluded.log_len`
+
+// deferredBlob is a probing insert of a blob row (probeSQL) left for the
+// checkpoint's insert to send.
+type deferredBlob struct {
+	ch      string
+	version int64
+	kind, f any
+	value   []byte
 }
 
 func isArray(v []byte) bool {
