@@ -106,7 +106,14 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	tx, err := s.beginWrite(ctx)
+	// The group's statements, its BEGIN and its COMMIT included, run
+	// under a context that cannot be cancelled, so that neither the driver
+	// nor database/sql watches each one with a goroutine of its own; the
+	// group's deadline is checked before each (sqldb.Cached's Bound), and
+	// a statement waiting for another process's lock is bounded by
+	// busy_timeout.
+	stmtCtx := context.WithoutCancel(ctx)
+	tx, err := s.beginWrite(stmtCtx)
 	if err != nil {
 		for _, r := range group {
 			r.err = err
@@ -121,12 +128,6 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 			}
 		}
 	}
-	// The group's statements run under a context that cannot be
-	// cancelled, so that the driver does not watch each one with a
-	// goroutine of its own; the group's deadline is checked before each
-	// (sqldb.Cached's Bound), and a statement waiting for another
-	// process's lock is bounded by busy_timeout.
-	stmtCtx := context.WithoutCancel(ctx)
 	// The savepoints' statements are prepared once, as the writers' are,
 	// rather than parsed again for each writer.
 	sp := sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts, Ctx: stmtCtx}
@@ -169,10 +170,15 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 	s.committed()
 }
 
-// runAlone runs one writer in a transaction of its own, under its own
-// context.
+// runAlone runs one writer in a transaction of its own, bounded by its
+// own context.
 func (s *sqlDB) runAlone(r *writeReq) error {
-	tx, err := s.beginWrite(r.ctx)
+	// As in a group, the transaction's statements are not watched for
+	// the writer's cancelling: it is checked before each.
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.beginWrite(context.WithoutCancel(r.ctx))
 	if err != nil {
 		return err
 	}

@@ -228,7 +228,13 @@ func (s *sqlDB) WriteOne(ctx context.Context, query string, args []any, dest ...
 }
 
 func (s *sqlDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// BEGIN of a read never waits in WAL mode: it is not watched for
+	// ctx's cancelling (by a goroutine of the driver's and one of
+	// database/sql's); the statements are.
+	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return s.explain(err)
 	}
