@@ -208,8 +208,11 @@ type sse struct {
 	rc *http.ResponseController
 	b  []byte
 	// held says that write does not flush: the run's stream flushes
-	// before it waits for more events (Server.subscribe).
+	// before it waits for more events (Server.subscribe). A held stream's
+	// headers are not flushed alone either: they go with its first events.
 	held bool
+	// flushed says that something (the headers at least) was flushed.
+	flushed bool
 }
 
 func startSSE(w http.ResponseWriter) *sse {
@@ -218,7 +221,10 @@ func startSSE(w http.ResponseWriter) *sse {
 	return out
 }
 
-// start sends the response's headers.
+// start writes the response's headers, and flushes them unless s is
+// held: a held stream flushes before it waits for events, so its headers
+// go with the events it found at once (a run's metadata at least) in one
+// write rather than in one of their own.
 func (s *sse) start(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -228,7 +234,9 @@ func (s *sse) start(w http.ResponseWriter) {
 	s.w, s.rc = w, http.NewResponseController(w)
 	// A stream lasts as long as its run: no write deadline.
 	_ = s.rc.SetWriteDeadline(time.Time{})
-	_ = s.rc.Flush()
+	if !s.held {
+		_ = s.flush()
+	}
 }
 
 // write sends a batch of events at once. Each event's data goes to the
@@ -261,7 +269,20 @@ func (s *sse) write(evs []Event) error {
 }
 
 // flush sends what was written to the client.
-func (s *sse) flush() error { return s.rc.Flush() }
+func (s *sse) flush() error {
+	s.flushed = true
+	return s.rc.Flush()
+}
+
+// end flushes a stream that never flushed (a held one that ended before
+// it waited: a join replaying an ended run's events), so that its
+// response is chunked as every stream's is, rather than one net/http
+// would give a Content-Length once the handler returns.
+func (s *sse) end() {
+	if !s.flushed {
+		_ = s.flush()
+	}
+}
 
 // subscribe subscribes to a run's events for out (started or not yet).
 // With the in-process broker, out does not flush each batch it writes:
@@ -281,6 +302,7 @@ func (s *Server) subscribe(ctx context.Context, runID string, after int, out *ss
 // or the client goes. It reports whether the stream ended (rather than the
 // client going away).
 func (s *Server) follow(out *sse, events iter.Seq2[[]Event, error]) bool {
+	defer out.end()
 	for batch, err := range events {
 		if err != nil {
 			if errors.Is(err, ErrStreamTrimmed) {
@@ -599,8 +621,10 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	lr := s.runs.live(run.Owner, run.ThreadID, run.ID)
-	out := startSSE(w)
-	if events, ok := s.subscribe(ctx, run.ID, after, out); ok {
+	out := &sse{}
+	events, ok := s.subscribe(ctx, run.ID, after, out)
+	out.start(w)
+	if ok {
 		if !s.follow(out, events) && queryBool(r, "cancel_on_disconnect") {
 			if lr != nil {
 				s.cancelOnDisconnect(lr)
