@@ -220,16 +220,37 @@ func (e *encoder) appendMeta(b []byte, me graph.MessageEvent) []byte {
 		b = jsonx.AppendString(b, t, true)
 	}
 	b = append(b, `],"langgraph_path":`...)
-	path, _ := json.Marshal(me.Path)
-	if me.Path == nil {
-		path = []byte("[]")
-	}
-	b = append(b, path...)
+	b = appendPath(b, me.Path)
 	b = append(b, `,"langgraph_checkpoint_ns":`...)
 	b = jsonx.AppendString(b, me.Namespace, true)
 	b = append(b, `,"checkpoint_ns":`...)
 	b = jsonx.AppendString(b, me.Namespace, true)
 	return append(b, '}')
+}
+
+// appendPath appends a task's path as json.Marshal encodes it (a nil path
+// as []): its strings and ints directly, anything else through Marshal.
+func appendPath(b []byte, path []any) []byte {
+	if path == nil {
+		return append(b, "[]"...)
+	}
+	mark := len(b)
+	b = append(b, '[')
+	for i, p := range path {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch p := p.(type) {
+		case string:
+			b = jsonx.AppendString(b, p, true)
+		case int:
+			b = strconv.AppendInt(b, int64(p), 10)
+		default:
+			data, _ := json.Marshal(path)
+			return append(b[:mark], data...)
+		}
+	}
+	return append(b, ']')
 }
 
 // appendMessage appends a streamed message as the API sends it: a model's
@@ -264,6 +285,12 @@ func appendChunk(b []byte, c llm.Chunk) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, md...)
+	}
+	if len(c.ToolCallChunks) == 0 && c.Usage == nil {
+		// What the Marshal below gives without calls or usage.
+		b = append(b, `,"tool_call_chunks":[],"tool_calls":[],"invalid_tool_calls":[],"id":`...)
+		b = jsonx.AppendString(b, c.ID, true)
+		return append(b, `,"type":"ai"}`...), nil
 	}
 	type callChunk struct {
 		Name  *string `json:"name"`
@@ -454,16 +481,26 @@ func errorEvent(err error) []byte {
 
 // metadataEvent is the first event of a run's stream.
 func metadataEvent(runID string, attempt int) []byte {
-	data, _ := json.Marshal(struct {
-		RunID   string `json:"run_id"`
-		Attempt int    `json:"attempt"`
-	}{runID, attempt})
-	return data
+	b := make([]byte, 0, 32+len(runID))
+	b = append(b, `{"run_id":`...)
+	b = jsonx.AppendString(b, runID, true)
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, int64(attempt), 10)
+	return append(b, '}')
 }
 
 // runMeta is the JSON of the metadata messages events carry (the run's
 // metadata and where it runs), without its closing brace.
 func runMeta(runMetadata json.RawMessage, threadID, runID string, attempt int) []byte {
+	if b, ok := runMetaCanonical(runMetadata, threadID, runID, attempt); ok {
+		return b
+	}
+	return runMetaDecoded(runMetadata, threadID, runID, attempt)
+}
+
+// runMetaDecoded is runMeta for any metadata: decoded, merged with the
+// server's members and encoded again.
+func runMetaDecoded(runMetadata json.RawMessage, threadID, runID string, attempt int) []byte {
 	var m map[string]any
 	_ = json.Unmarshal(runMetadata, &m)
 	if m == nil {
@@ -487,3 +524,95 @@ func runMeta(runMetadata json.RawMessage, threadID, runID string, attempt int) [
 // keepAliveEvery is how often a wait request writes a newline while its
 // run goes on, so proxies keep the connection.
 const keepAliveEvery = time.Second
+
+// runMetaCanonical is runMeta for run metadata that is none, or an object
+// in the form json.Marshal gives it (jsonx.Canonical, as the records keep
+// it): its members, already sorted, merged with the server's, without
+// decoding and encoding them again. ok is false for other metadata.
+func runMetaCanonical(md json.RawMessage, threadID, runID string, attempt int) (b []byte, ok bool) {
+	if len(md) == 0 || string(md) == "null" {
+		md = json.RawMessage("{}")
+	} else if md[0] != '{' || !jsonx.Canonical(md) {
+		return nil, false
+	}
+	// The server's members, in the order of their keys, as Marshal sorts
+	// a map's.
+	own := [...]struct {
+		key, value string
+		number     bool
+	}{
+		{"langgraph_host", "self-hosted", false},
+		{"langgraph_plan", "developer", false},
+		{"langgraph_version", "weft", false},
+		{"run_attempt", strconv.Itoa(attempt), true},
+		{"run_id", runID, false},
+		{"thread_id", threadID, false},
+	}
+	b = make([]byte, 0, len(md)+160+len(threadID)+len(runID))
+	b = append(b, `{"tags":[]`...)
+	next := 0 // the next of own to write
+	writeOwn := func() {
+		o := own[next]
+		b = append(b, ',', '"')
+		b = append(b, o.key...)
+		b = append(b, '"', ':')
+		if o.number {
+			b = append(b, o.value...)
+		} else {
+			b = jsonx.AppendString(b, o.value, true)
+		}
+		next++
+	}
+	for i := 1; md[i] != '}'; {
+		// A canonical key has no escapes: it ends at the next quote.
+		end := i + 1 + bytes.IndexByte(md[i+1:], '"')
+		key := string(md[i+1 : end])
+		vEnd := canonicalEnd(md, end+2)
+		for next < len(own) && own[next].key < key {
+			writeOwn()
+		}
+		if next < len(own) && own[next].key == key {
+			writeOwn() // the server's value replaces the metadata's
+		} else {
+			b = append(b, ',')
+			b = append(b, md[i:vEnd]...)
+		}
+		i = vEnd
+		if md[i] == ',' {
+			i++
+		}
+	}
+	for next < len(own) {
+		writeOwn()
+	}
+	return b, true
+}
+
+// canonicalEnd returns the index after the value at b[i:], in canonical
+// JSON (jsonx.Canonical: its strings have no escapes).
+func canonicalEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i += 1 + bytes.IndexByte(b[i+1:], '"')
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // a number or literal ended
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
