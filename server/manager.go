@@ -13,6 +13,7 @@ import (
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/ids"
+	"github.com/weftlabs/weft/internal/jsonx"
 	"github.com/weftlabs/weft/server/internal/records"
 	"github.com/weftlabs/weft/telemetry"
 )
@@ -583,8 +584,18 @@ func (m *manager) input(ctx context.Context, lr *liveRun) (graph.Update, error) 
 // and which run made it (a run taken over finds its own checkpoints by
 // it).
 func (m *manager) checkpointMeta(lr *liveRun) map[string]any {
-	meta := map[string]any{}
-	_ = json.Unmarshal(lr.rec.Metadata, &meta)
+	// Metadata in Marshal's form (as the records keep it) decodes
+	// without encoding/json's reflection, to the same values.
+	meta, ok := map[string]any(nil), false
+	if md := lr.rec.Metadata; len(md) > 0 && md[0] == '{' {
+		if v, canonical := jsonx.DecodeCanonical(md); canonical {
+			meta, ok = v.(map[string]any)
+		}
+	}
+	if !ok {
+		meta = map[string]any{}
+		_ = json.Unmarshal(lr.rec.Metadata, &meta)
+	}
 	meta["run_id"] = lr.rec.ID
 	meta["thread_id"] = lr.rec.ThreadID
 	meta["assistant_id"] = lr.rec.AssistantID

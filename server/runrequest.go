@@ -141,8 +141,10 @@ func nodeList(raw json.RawMessage, field string) ([]string, error) {
 func streamModeList(raw json.RawMessage) ([]string, error) {
 	var list []string
 	if len(raw) > 0 && string(raw) != "null" {
+		// Only a JSON string decodes as one mode: anything else is tried
+		// as a list at once, without a failed decoding as a string first.
 		var one string
-		if json.Unmarshal(raw, &one) == nil {
+		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '"' && json.Unmarshal(raw, &one) == nil {
 			list = []string{one}
 		} else if err := json.Unmarshal(raw, &list); err != nil {
 			return nil, api.Invalid(api.TypeIssue("array", kindOf(raw), "stream_mode"))
@@ -161,34 +163,41 @@ func streamModeList(raw json.RawMessage) ([]string, error) {
 	return list, nil
 }
 
+// The values a run request's enumerated fields take.
+var (
+	multitaskStrategies = []string{records.MultitaskReject, records.MultitaskRollback, records.MultitaskInterrupt, records.MultitaskEnqueue}
+	onDisconnects       = []string{"cancel", "continue"}
+	ifNotExistsOptions  = []string{"reject", "create"}
+	onCompletions       = []string{"delete", "keep"}
+	durabilities        = []string{string(graph.DurabilitySync), string(graph.DurabilityAsync), string(graph.DurabilityExit)}
+)
+
 // validate checks a run request's fields, naming the first that is wrong.
 func (req *runRequest) validate() error {
 	if req.AssistantID == nil || *req.AssistantID == "" {
 		return api.Invalid(api.TypeIssue("string", "undefined", "assistant_id"))
 	}
-	checks := []struct {
+	checks := [...]struct {
 		v       string
 		field   string
 		options []string
 	}{
-		{req.MultitaskStrategy, "multitask_strategy", []string{records.MultitaskReject, records.MultitaskRollback, records.MultitaskInterrupt, records.MultitaskEnqueue}},
-		{req.OnDisconnect, "on_disconnect", []string{"cancel", "continue"}},
-		{req.IfNotExists, "if_not_exists", []string{"reject", "create"}},
-		{req.OnCompletion, "on_completion", []string{"delete", "keep"}},
-		{req.Durability, "durability", []string{string(graph.DurabilitySync), string(graph.DurabilityAsync), string(graph.DurabilityExit)}},
+		{req.MultitaskStrategy, "multitask_strategy", multitaskStrategies},
+		{req.OnDisconnect, "on_disconnect", onDisconnects},
+		{req.IfNotExists, "if_not_exists", ifNotExistsOptions},
+		{req.OnCompletion, "on_completion", onCompletions},
+		{req.Durability, "durability", durabilities},
 	}
 	for _, c := range checks {
 		if c.v != "" && !slices.Contains(c.options, c.v) {
 			return enumIssue(c.field, c.v, c.options...)
 		}
 	}
-	for _, f := range []struct {
-		raw  json.RawMessage
-		name string
-	}{{req.Metadata, "metadata"}, {req.Config, "config"}} {
-		if err := jsonObject(f.raw, f.name); err != nil {
-			return err
-		}
+	if err := jsonObject(req.Metadata, "metadata"); err != nil {
+		return err
+	}
+	if err := jsonObject(req.Config, "config"); err != nil {
+		return err
 	}
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		var c runConfig
@@ -212,13 +221,71 @@ func (req *runRequest) validate() error {
 
 // kwargs builds what is stored with the run. Request headers x-* (but the
 // credentials) and user-agent go into config.configurable, as LangGraph's
-// servers pass them to the graph.
-func (req *runRequest) kwargs(r *http.Request, temporary bool) (runKwargs, error) {
+// servers pass them to the graph. threadConfig is what headerConfig
+// gives for kw, made from the configurable values at hand.
+func (req *runRequest) kwargs(r *http.Request, temporary bool) (kw runKwargs, threadConfig json.RawMessage, err error) {
+	kw, cfg, configurable, encoded, err := req.buildKwargs(r, temporary)
+	if err != nil {
+		return runKwargs{}, nil, err
+	}
+	for k := range cfg {
+		if k != "configurable" && strings.EqualFold(k, "configurable") {
+			// Decoding the config as headerConfig does merges this key's
+			// values with configurable's: left to it.
+			return kw, headerConfig(kw), nil
+		}
+	}
+	return kw, headerValues(configurable, encoded), nil
+}
+
+// headerValues is headerConfig's answer for a run whose
+// config.configurable is configurable, encoded as JSON: the values of
+// its keys that headers give.
+func headerValues(configurable map[string]any, encoded []byte) json.RawMessage {
+	if len(configurable) == 0 {
+		return nil
+	}
+	all := true
+	for k := range configurable {
+		if !headerKey(k) {
+			all = false
+			break
+		}
+	}
+	if all {
+		b := make([]byte, 0, len(`{"configurable":}`)+len(encoded))
+		b = append(b, `{"configurable":`...)
+		b = append(b, encoded...)
+		return append(b, '}')
+	}
+	kept := map[string]any{}
+	for k, v := range configurable {
+		if headerKey(k) {
+			kept[k] = v
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{"configurable": kept})
+	return b
+}
+
+// headerKey says whether a configurable key is one a thread keeps: one
+// that request headers give.
+func headerKey(k string) bool { return strings.HasPrefix(k, "x-") || k == "user-agent" }
+
+// buildKwargs is kwargs, with the config it stores (decoded), its
+// configurable values and their JSON (nil when there are none).
+func (req *runRequest) buildKwargs(r *http.Request, temporary bool) (kw runKwargs, cfg map[string]json.RawMessage, configurable map[string]any, encoded []byte, err error) {
+	fail := func(err error) (runKwargs, map[string]json.RawMessage, map[string]any, []byte, error) {
+		return runKwargs{}, nil, nil, nil, err
+	}
 	modes, err := streamModeList(req.StreamMode)
 	if err != nil {
-		return runKwargs{}, err
+		return fail(err)
 	}
-	kw := runKwargs{
+	kw = runKwargs{
 		Input: req.Input, Command: req.Command, Context: req.Context, StreamMode: modes, Webhook: req.Webhook,
 		Temporary: temporary, Subgraphs: req.StreamSubgraphs, Resumable: req.StreamResumable,
 		CheckpointID: req.CheckpointID, Durability: req.Durability, OnDisconnect: req.OnDisconnect,
@@ -233,43 +300,46 @@ func (req *runRequest) kwargs(r *http.Request, temporary bool) (runKwargs, error
 		kw.Durability = string(graph.DurabilityExit)
 	}
 	if kw.InterruptBefore, err = nodeList(req.InterruptBefore, "interrupt_before"); err != nil {
-		return runKwargs{}, err
+		return fail(err)
 	}
 	if kw.InterruptAfter, err = nodeList(req.InterruptAfter, "interrupt_after"); err != nil {
-		return runKwargs{}, err
+		return fail(err)
 	}
 	if len(kw.Context) == 0 {
 		kw.Context = json.RawMessage("{}")
 	}
-	cfg := map[string]json.RawMessage{}
+	cfg = map[string]json.RawMessage{}
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		if err := json.Unmarshal(req.Config, &cfg); err != nil {
-			return runKwargs{}, api.Invalid(api.TypeIssue("object", kindOf(req.Config), "config"))
+			return fail(api.Invalid(api.TypeIssue("object", kindOf(req.Config), "config")))
 		}
 	}
-	configurable := map[string]any{}
+	configurable = map[string]any{}
 	if raw, ok := cfg["configurable"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &configurable); err != nil {
-			return runKwargs{}, api.Invalid(api.TypeIssue("object", kindOf(raw), "config", "configurable"))
+			return fail(api.Invalid(api.TypeIssue("object", kindOf(raw), "config", "configurable")))
 		}
 	}
 	for k, vs := range r.Header {
+		// Most headers are neither: skip them before lowering their names.
+		if !(len(k) >= 2 && k[0]|0x20 == 'x' && k[1] == '-') && !strings.EqualFold(k, "user-agent") {
+			continue
+		}
 		k = strings.ToLower(k)
 		if (strings.HasPrefix(k, "x-") && k != "x-api-key" && k != "x-tenant-id" && k != "x-service-key") || k == "user-agent" {
 			configurable[k] = strings.Join(vs, ", ")
 		}
 	}
 	if len(configurable) > 0 {
-		b, err := json.Marshal(configurable)
-		if err != nil {
-			return runKwargs{}, err
+		if encoded, err = json.Marshal(configurable); err != nil {
+			return fail(err)
 		}
-		cfg["configurable"] = b
+		cfg["configurable"] = encoded
 	}
 	if kw.Config, err = json.Marshal(cfg); err != nil {
-		return runKwargs{}, err
+		return fail(err)
 	}
-	return kw, nil
+	return kw, cfg, configurable, encoded, nil
 }
 
 // headerConfig is the part of a run's config a thread keeps: the
@@ -281,7 +351,7 @@ func headerConfig(kw runKwargs) json.RawMessage {
 	_ = json.Unmarshal(kw.Config, &cfg)
 	kept := map[string]any{}
 	for k, v := range cfg.Configurable {
-		if strings.HasPrefix(k, "x-") || k == "user-agent" {
+		if headerKey(k) {
 			kept[k] = v
 		}
 	}

@@ -91,7 +91,7 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 		return nil, err
 	}
 	stateless := threadID == ""
-	kw, err := req.kwargs(r, stateless && req.OnCompletion != "keep")
+	kw, threadConfig, err := req.kwargs(r, stateless && req.OnCompletion != "keep")
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 			ID: newRunID(), ThreadID: threadID, Owner: user(r), Metadata: req.Metadata,
 			Kwargs: kwJSON, MultitaskStrategy: strategy, Worker: s.runs.worker,
 		},
-		ThreadConfig: headerConfig(kw),
+		ThreadConfig: threadConfig,
 		CreateThread: stateless || req.IfNotExists == "create",
 	}
 	if stateless {

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/weftlabs/weft/server/internal/records"
+)
+
+// The thread config kwargs makes from the configurable values at hand is
+// what headerConfig reads from the stored kwargs, and the modes of
+// stream_mode are read as before: one string, or a list.
+func TestKwargsThreadConfigIsHeaderConfig(t *testing.T) {
+	for _, tc := range []struct {
+		config  string
+		headers map[string]string
+	}{
+		{``, nil},
+		{``, map[string]string{"User-Agent": "Go-http-client/1.1"}},
+		{`null`, map[string]string{"User-Agent": "a", "X-Trace": "t<&>", "X-Api-Key": "secret", "Accept": "*/*"}},
+		{`{"configurable":{"model":"m","x-client":{"a":[1,2.5]}}}`, map[string]string{"User-Agent": "a"}},
+		{`{"configurable":{"model":"m"}}`, nil},
+		{`{"configurable":{"x-a":1e21,"user-agent":"mine"}}`, nil},
+		{`{"configurable":null,"recursion_limit":5}`, map[string]string{"x-lower": "l"}},
+		{`{"configurable":{}}`, nil},
+		{`{"Configurable":{"x-upper":"u"},"configurable":{"x-lower":"l"}}`, map[string]string{"User-Agent": "a"}},
+		{`{"CONFIGURABLE":{"x-upper":"u"}}`, nil},
+	} {
+		body := `{"assistant_id":"a"}`
+		if tc.config != "" {
+			body = `{"assistant_id":"a","config":` + tc.config + `}`
+		}
+		r := httptest.NewRequest("POST", "/runs", strings.NewReader(body))
+		r.Header = map[string][]string{}
+		for k, v := range tc.headers {
+			r.Header[k] = []string{v}
+		}
+		var req runRequest
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		kw, threadConfig, err := req.kwargs(r, false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.config, err)
+		}
+		if want := headerConfig(kw); string(threadConfig) != string(want) {
+			t.Errorf("config %s, headers %v: thread config %s, want %s", tc.config, tc.headers, threadConfig, want)
+		}
+	}
+
+	for raw, want := range map[string]string{
+		``: `["values"]`, `null`: `["values"]`, `"updates"`: `["updates"]`, `["values","messages-tuple"]`: `["values","messages-tuple"]`,
+		` "custom"`: `["custom"]`, `[]`: `["values"]`,
+	} {
+		got, err := streamModeList(json.RawMessage(raw))
+		if b, _ := json.Marshal(got); err != nil || string(b) != want {
+			t.Errorf("streamModeList(%s) = %s, %v; want %s", raw, b, err, want)
+		}
+	}
+	for _, raw := range []string{`1`, `{}`, `"nope"`, `["values",1]`, `"unterminated`} {
+		if _, err := streamModeList(json.RawMessage(raw)); err == nil {
+			t.Errorf("streamModeList(%s) took it", raw)
+		}
+	}
+}
+
+// A checkpoint's metadata read from canonical run metadata without
+// encoding/json holds what decoding it with encoding/json gives.
+func TestCheckpointMetaDecodesAsJSON(t *testing.T) {
+	m := &manager{}
+	for _, md := range []string{``, `{}`, `{"a":1,"b":[true,null,"c"],"d":{"e":-2}}`, `{"b":1,"a":2}`, `{"a":"<"}`, `{"a":1.5e3}`, `[1]`} {
+		lr := &liveRun{rec: records.Run{ID: "r", ThreadID: "t", AssistantID: "as", Attempt: 2, Metadata: json.RawMessage(md)}, graph: &servedGraph{id: "g"}}
+		want := map[string]any{}
+		_ = json.Unmarshal([]byte(md), &want)
+		want["run_id"], want["thread_id"], want["assistant_id"], want["graph_id"], want["run_attempt"] = "r", "t", "as", "g", 2
+		if got := m.checkpointMeta(lr); !reflect.DeepEqual(got, want) {
+			t.Errorf("checkpointMeta(%s) = %v, want %v", md, got, want)
+		}
+	}
+}
