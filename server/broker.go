@@ -101,14 +101,19 @@ func newMemoryBroker() *memoryBroker {
 }
 
 type memStream struct {
-	id       string
-	mu       sync.Mutex
-	events   []Event
-	first    int // id of events[0]
-	next     int // id of the next event
-	bytes    int
-	closed   bool
+	id     string
+	mu     sync.Mutex
+	events []Event
+	first  int // id of events[0]
+	next   int // id of the next event
+	bytes  int
+	closed bool
+	// wake closes when events are published or the stream closes, if a
+	// reader took it to wait on (waited): events published while no
+	// reader waits (a burst, while the reader writes the first ones)
+	// make no new channel each.
 	wake     chan struct{}
+	waited   bool
 	expireAt time.Time
 }
 
@@ -149,8 +154,10 @@ func (b *memoryBroker) Publish(runID string, ev Event) error {
 		st.events = st.events[1:]
 		st.first++
 	}
-	close(st.wake)
-	st.wake = make(chan struct{})
+	if st.waited {
+		close(st.wake)
+		st.wake, st.waited = make(chan struct{}), false
+	}
 	return nil
 }
 
@@ -164,7 +171,7 @@ func (b *memoryBroker) Close(runID string, retain time.Duration) error {
 	st.mu.Lock()
 	st.closed = true
 	close(st.wake)
-	st.wake = make(chan struct{})
+	st.wake, st.waited = make(chan struct{}), false
 	size := st.bytes
 	st.mu.Unlock()
 	if retain <= 0 {
@@ -230,6 +237,9 @@ func (b *memoryBroker) subscribe(ctx context.Context, runID string, after int, i
 				batch = append([]Event(nil), st.events[i:]...)
 			}
 			closed, wake := st.closed, st.wake
+			if len(batch) == 0 && !closed {
+				st.waited = true // it waits on wake below
+			}
 			st.mu.Unlock()
 			if len(batch) > 0 {
 				next = batch[len(batch)-1].ID + 1
