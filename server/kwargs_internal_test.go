@@ -81,3 +81,35 @@ func TestCheckpointMetaDecodesAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A run's configurable values decoded from canonical JSON without
+// encoding/json are those decoding the config into a struct gives.
+func TestRunConfigurableDecodesAsJSON(t *testing.T) {
+	info := RunInfo{RunID: "r", ThreadID: "t", AssistantID: "a", GraphID: "g", User: "u"}
+	for _, config := range []string{
+		``, `{}`, `{"configurable":null}`, `{"configurable":{}}`,
+		`{"configurable":{"user-agent":"Go-http-client/1.1"}}`,
+		`{"configurable":{"a":[1,{"b":null}],"langgraph_auth_user_id":"mallory","user_id":"m"},"recursion_limit":5}`,
+		`{"configurable":"text"}`, `{"configurable":[1]}`,
+		`{"Configurable":{"x":1},"configurable":{"y":2}}`, `{"CONFIGURABLE":{"x":1}}`,
+		`{"configurable":{"b":1,"a":2}}`, `{"configurable":{"f":1.5}}`,
+	} {
+		var cfg struct {
+			Configurable map[string]any `json:"configurable"`
+		}
+		_ = json.Unmarshal([]byte(config), &cfg)
+		want := cfg.Configurable
+		if want == nil {
+			want = map[string]any{}
+		}
+		want["run_id"], want["thread_id"], want["assistant_id"], want["graph_id"] = "r", "t", "a", "g"
+		delete(want, "langgraph_auth_user_id")
+		want["langgraph_auth_user_id"], want["user_id"] = "u", "u"
+		if got := runConfigurable(runKwargs{Config: json.RawMessage(config)}, info); !reflect.DeepEqual(got, want) {
+			t.Errorf("runConfigurable(%s) = %v, want %v", config, got, want)
+		}
+	}
+	if _, ok := canonicalConfigurable(json.RawMessage(`{"configurable":{"user-agent":"x"}}`)); !ok {
+		t.Error("a canonical config took the slow path")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/jsonx"
 	"github.com/weftlabs/weft/server/internal/api"
 	"github.com/weftlabs/weft/server/internal/records"
 )
@@ -101,11 +102,14 @@ const (
 // headers), and the server's own values: the run's, thread's, assistant's
 // and graph's ids, and the authenticated user, which a client cannot set.
 func runConfigurable(kw runKwargs, info RunInfo) map[string]any {
-	var cfg struct {
-		Configurable map[string]any `json:"configurable"`
+	out, ok := canonicalConfigurable(kw.Config)
+	if !ok {
+		var cfg struct {
+			Configurable map[string]any `json:"configurable"`
+		}
+		_ = json.Unmarshal(kw.Config, &cfg) // checked when the run was created
+		out = cfg.Configurable
 	}
-	_ = json.Unmarshal(kw.Config, &cfg) // checked when the run was created
-	out := cfg.Configurable
 	if out == nil {
 		out = map[string]any{}
 	}
@@ -116,6 +120,35 @@ func runConfigurable(kw runKwargs, info RunInfo) map[string]any {
 		out[configurableAuthUser], out[configurableUser] = info.User, info.User
 	}
 	return out
+}
+
+// canonicalConfigurable decodes config.configurable without encoding/json's
+// reflection when the config is canonical JSON (jsonx.Canonical: as
+// kwargs stores it, unless the client's config holds floats or unsorted
+// objects): the same values decoding it into a struct gives. ok is false
+// for other configs, and for those with another key that such decoding
+// would take as configurable (it matches keys regardless of case).
+func canonicalConfigurable(config json.RawMessage) (configurable map[string]any, ok bool) {
+	if len(config) == 0 || config[0] != '{' {
+		return nil, false
+	}
+	v, ok := jsonx.DecodeCanonical(config)
+	if !ok {
+		return nil, false
+	}
+	cfg := v.(map[string]any)
+	for k := range cfg {
+		if k != "configurable" && strings.EqualFold(k, "configurable") {
+			return nil, false
+		}
+	}
+	switch c := cfg["configurable"].(type) {
+	case map[string]any:
+		return c, true
+	case nil:
+		return nil, true // none, or null
+	}
+	return nil, false
 }
 
 // nodeList reads interrupt_before/after: "*" or a list of node names.
