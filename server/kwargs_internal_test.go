@@ -113,3 +113,14 @@ func TestRunConfigurableDecodesAsJSON(t *testing.T) {
 		t.Error("a canonical config took the slow path")
 	}
 }
+
+// jsonObject takes what decoding into a map takes, and refuses the rest.
+func TestJSONObjectIsMapDecoding(t *testing.T) {
+	for _, raw := range []string{``, `null`, `{}`, `{"a":[1,{"b":null}]}`, `{"a":1}x`, `{"a":`, `{]`, `[]`, `"s"`, `1`, ` {}`, `{"a":1,"a":2}`} {
+		var m map[string]any
+		want := len(raw) == 0 || json.Unmarshal([]byte(raw), &m) == nil
+		if got := jsonObject(json.RawMessage(raw), "f") == nil; got != want {
+			t.Errorf("jsonObject(%s) took it: %v, want %v", raw, got, want)
+		}
+	}
+}
