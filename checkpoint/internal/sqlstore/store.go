@@ -123,7 +123,7 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	if b.VS == nil {
 		b.VS = map[string]map[string]int64{}
 	}
-	bodyJSON, err := json.Marshal(b)
+	bodyJSON, err := appendBody(nil, b)
 	if err != nil {
 		return checkpoint.Config{}, fmt.Errorf("%w: checkpoint %q: %v", checkpoint.ErrInvalid, cp.ID, err)
 	}
