@@ -81,18 +81,34 @@ func (s *sqlDB) stopCheckpointer() {
 	<-s.ckpt.done
 }
 
+// walFailureLogEvery is how often a checkpoint that keeps failing is
+// logged again.
+const walFailureLogEvery = time.Minute
+
 func (s *sqlDB) checkpointLoop() {
 	defer close(s.ckpt.done)
 	pause := time.NewTimer(0)
 	defer pause.Stop()
+	var failing int
+	var logged time.Time
 	for {
 		select {
 		case <-s.ckpt.stop:
 			return
 		case <-s.ckpt.kick:
 		}
+		// A failure is logged when it starts and then once a minute while
+		// it lasts (a checkpoint is tried after every commit), and the
+		// recovery once.
 		if err := s.checkpointOnce(); err != nil {
-			slog.Warn("checkpoint/sqlite: WAL checkpoint failed; the log grows until one succeeds", "file", s.path, "err", err)
+			failing++
+			if failing == 1 || time.Since(logged) >= walFailureLogEvery {
+				slog.Warn("checkpoint/sqlite: WAL checkpoint failed; the log grows until one succeeds", "file", s.path, "failures", failing, "err", err)
+				logged = time.Now()
+			}
+		} else if failing > 0 {
+			slog.Info("checkpoint/sqlite: WAL checkpoint succeeded again", "file", s.path, "failures", failing)
+			failing = 0
 		}
 		pause.Reset(walCheckpointPause)
 		select {
