@@ -483,21 +483,55 @@ func (l *Lease) renew() {
 // safe to call more than once; afterwards Err wraps ErrLeaseLost and
 // writes fenced by the lease fail with it.
 func (l *Lease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	if l.released {
-		l.mu.Unlock()
+	if !l.stop() {
 		return nil
+	}
+	err := l.releaseInStore(ctx)
+	l.s.waiters.wake(l.thread)
+	return err
+}
+
+// ReleaseWith gives the thread up in a write of the caller's: release
+// must delete the lease's row (ThreadID, Owner) of the store's lease
+// table in a transaction of its own writes, so that both commit or
+// neither does (a server records a run's end and gives its thread up at
+// once). The lease stops renewing first, as with Release. If release
+// fails, the lease is released as Release does, and the error returned
+// is that release's (release's own error is its caller's to tell).
+// release is bounded by ctx only. It does nothing after Release or
+// ReleaseWith.
+func (l *Lease) ReleaseWith(ctx context.Context, release func(ctx context.Context) error) error {
+	if !l.stop() {
+		return nil
+	}
+	var err error
+	if release(ctx) != nil {
+		err = l.releaseInStore(ctx)
+	}
+	l.s.waiters.wake(l.thread)
+	return err
+}
+
+// stop stops renewing the lease and ends its context, once; it reports
+// whether this call did.
+func (l *Lease) stop() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return false
 	}
 	l.released = true
 	l.timer.Stop()
 	l.signalLocked(fmt.Errorf("%w: thread %q: the lease was released", ErrLeaseLost, l.thread), true)
-	l.mu.Unlock()
-	// Bounded by the TTL: past it the lease is gone anyway.
+	return true
+}
+
+// releaseInStore deletes the lease from the store, bounded by the TTL:
+// past it the lease is gone anyway.
+func (l *Lease) releaseInStore(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, l.ttl)
 	defer cancel()
-	err := l.s.d.ReleaseLease(ctx, l.thread, l.owner)
-	l.s.waiters.wake(l.thread)
-	return err
+	return l.s.d.ReleaseLease(ctx, l.thread, l.owner)
 }
 
 // leaseWaiters coordinates this process's waiting Acquires, per thread:

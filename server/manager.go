@@ -656,13 +656,30 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 	}
 	rollback := cancelled && c != nil && c.action == records.MultitaskRollback
 	if !rollback {
-		m.record(lr.rec.ID, "recording a run's end", func() error {
-			_, err := m.s.rec.FinishRun(ctx, records.Finish{
-				RunID: lr.rec.ID, ThreadID: lr.rec.ThreadID, Worker: m.worker,
-				Status: status, ThreadStatus: threadStatus, Values: values, Interrupts: interrupts,
+		fin := records.Finish{
+			RunID: lr.rec.ID, ThreadID: lr.rec.ThreadID, Worker: m.worker,
+			Status: status, ThreadStatus: threadStatus, Values: values, Interrupts: interrupts,
+		}
+		recordEnd := func() error {
+			var err error
+			m.record(lr.rec.ID, "recording a run's end", func() error {
+				_, err = m.s.rec.FinishRun(ctx, fin)
+				return err
 			})
 			return err
-		})
+		}
+		if lease != nil && m.s.sharedLeases && !lr.kw.Temporary {
+			// Where the records share the checkpoints' database, the
+			// thread is given up in the write that records the run's end
+			// (one transaction instead of two); a temporary thread's
+			// lease is still needed below, to delete it.
+			fin.LeaseOwner = lease.Owner()
+			if err := lease.ReleaseWith(ctx, func(context.Context) error { return recordEnd() }); err != nil {
+				m.s.log.Warn("server: releasing a thread; it frees itself when its lease expires", "thread_id", lease.ThreadID(), "err", err)
+			}
+		} else {
+			recordEnd()
+		}
 	}
 	if runErr != nil && !cancelled {
 		_ = m.publish(lr, "error", errorEvent(runErr))

@@ -171,14 +171,18 @@ type RunInfo struct {
 // Server serves graphs with the LangGraph Server API. It is an
 // http.Handler.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
-	saver   *checkpoint.Saver
-	store   *store.Store
-	rec     *records.Store
-	graphs  map[string]*servedGraph
-	handler http.Handler
-	runs    *manager
+	opts  Options
+	log   *slog.Logger
+	saver *checkpoint.Saver
+	store *store.Store
+	rec   *records.Store
+	// sharedLeases: the records share the database the saver keeps its
+	// thread leases in, so a run's end and its thread's release go in one
+	// write (manager.end).
+	sharedLeases bool
+	graphs       map[string]*servedGraph
+	handler      http.Handler
+	runs         *manager
 	// doc serves the design documents' own API (docapi.go).
 	doc *docAPI
 	// assistants keeps the assistants runs were made from.
@@ -276,11 +280,13 @@ func (s *Server) open(ctx context.Context) error {
 			return fmt.Errorf("server: %s: %w", db.Target, err)
 		}
 		s.closers = append(s.closers, s.rec.Close)
+		s.sharedLeases = true
 	case *postgres.Driver:
 		if s.rec, err = records.OpenPostgres(ctx, d.Pool(), records.Options{}); err != nil {
 			return fmt.Errorf("server: %s: %w", db.Target, err)
 		}
 		s.closers = append(s.closers, s.rec.Close)
+		s.sharedLeases = true
 	default:
 		return fmt.Errorf("server: database %s: unsupported checkpoint driver %T", db.Target, d)
 	}

@@ -51,6 +51,40 @@ func testLeaseBusy(t *testing.T, s *checkpoint.Saver) {
 	}
 }
 
+// ReleaseWith stops the lease before its caller's write runs, runs that
+// write once, and when the write fails releases the lease in the store
+// itself: the thread is free at once either way (here the write never
+// deletes the row, so only the fallback frees it). Release afterwards,
+// and a second ReleaseWith, do nothing.
+func testLeaseReleaseWith(t *testing.T, s *checkpoint.Saver) {
+	l, err := s.Acquire(bg, "rw", checkpoint.LeaseOptions{RunID: "run-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	err = l.ReleaseWith(bg, func(ctx context.Context) error {
+		calls++
+		if l.Err() == nil || !errors.Is(l.Err(), checkpoint.ErrLeaseLost) {
+			t.Errorf("during the caller's write the lease is still live: Err() = %v", l.Err())
+		}
+		return errors.New("the caller's write failed")
+	})
+	if err != nil || calls != 1 {
+		t.Fatalf("ReleaseWith = %v after %d calls; want nil (the store's release succeeded) after 1", err, calls)
+	}
+	acquire(t, s, "rw", checkpoint.LeaseOptions{RunID: "run-2"})
+	if err := l.ReleaseWith(bg, func(context.Context) error { calls++; return nil }); err != nil || calls != 1 {
+		t.Fatalf("a second ReleaseWith: %v after %d calls; want nothing done", err, calls)
+	}
+	if err := l.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	// The old lease's Release must not have freed the new owner's thread.
+	if _, err := s.Acquire(bg, "rw", checkpoint.LeaseOptions{}); !errors.Is(err, checkpoint.ErrThreadBusy) {
+		t.Fatalf("Acquire after the old lease's Release: %v, want ErrThreadBusy (run-2 holds it)", err)
+	}
+}
+
 // A waiting Acquire tells its OnWait hook once, then gets the thread when
 // the holder releases it; a released lease no longer fences writes.
 func testLeaseWaitRelease(t *testing.T, s *checkpoint.Saver) {

@@ -67,6 +67,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) *checkpoint.Saver) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseFencing", testLeaseFencing},
 		{"LeaseCancel", testLeaseCancel},
+		{"LeaseReleaseWith", testLeaseReleaseWith},
 		{"GraphOneWriterPerThread", testGraphOneWriterPerThread},
 		{"GraphUpdateStateBusy", testGraphUpdateStateBusy},
 		{"GraphLeaseLoss", testGraphLeaseLoss},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -795,6 +796,56 @@ func TestBatchedWritesSpoiltAlone(t *testing.T) {
 				if !errors.Is(err, ErrNotFound) || !errors.Is(gerr, ErrNotFound) {
 					t.Errorf("write %d: %v, thread %v; want ErrNotFound and no thread", i, err, gerr)
 				}
+			}
+		}
+	})
+}
+
+// A run's end given a lease owner deletes that owner's lease of the
+// thread in the same write (the checkpoint store's table, which the
+// SQLite and PostgreSQL stores share); another owner's lease stays.
+func TestFinishRunReleasesLease(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		if strings.HasSuffix(t.Name(), "/memory") {
+			t.Skip("OpenMemory's private database has no checkpoint leases")
+		}
+		ctx := context.Background()
+		lease := func(thread, owner string) {
+			t.Helper()
+			if err := s.write(ctx, thread, func(tx Tx) error {
+				_, err := s.exec(ctx, tx, `INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at) VALUES ($1, $2, 'r', 0, 9000000000000000000)`, thread, owner)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held := func(thread string) (owner string) {
+			t.Helper()
+			if err := s.read(ctx, func(tx Tx) error {
+				_, err := s.queryRow(ctx, tx, `SELECT owner FROM weft_thread_leases WHERE thread_id = $1`, []any{thread}, &owner)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return owner
+		}
+		for i, c := range []struct{ holder, releaser, left string }{{"o1", "o1", ""}, {"o1", "o2", "o1"}} {
+			th, run := fmt.Sprintf("t%d", i), fmt.Sprintf("r%d", i)
+			if _, err := s.CreateThread(ctx, Thread{ID: th, Owner: "u"}, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.CreateRun(ctx, newRun(run, th, "u", MultitaskReject)); err != nil {
+				t.Fatal(err)
+			}
+			lease(th, c.holder)
+			if ok, err := s.FinishRun(ctx, Finish{RunID: run, ThreadID: th, Worker: "w1", Status: RunSuccess, ThreadStatus: ThreadIdle, LeaseOwner: c.releaser}); err != nil || !ok {
+				t.Fatalf("FinishRun: %v, %v", ok, err)
+			}
+			if got := held(th); got != c.left {
+				t.Errorf("lease of %s held by %q, released as %q: now held by %q, want %q", c.holder, th, c.releaser, got, c.left)
+			}
+			if r, err := s.GetThread(ctx, "u", th); err != nil || r.Status != ThreadIdle {
+				t.Errorf("thread after its run's end: %+v, %v", r, err)
 			}
 		}
 	})

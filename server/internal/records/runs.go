@@ -267,6 +267,12 @@ type Finish struct {
 	// Values and Interrupts are the thread's state after the run; nil
 	// leaves the stored ones.
 	Values, Interrupts json.RawMessage
+	// LeaseOwner, when set, gives the thread's checkpoint lease up in the
+	// same transaction: the row of the thread and this owner in
+	// weft_thread_leases, the table the checkpoint store keeps leases in
+	// (checkpoint.Lease.ReleaseWith). Only for a Store that shares its
+	// database with that checkpoint store (OpenSQLite, OpenPostgres).
+	LeaseOwner string
 }
 
 // FinishRun records a run's end and its thread's status and values, in
@@ -281,10 +287,23 @@ func (s *Store) FinishRun(ctx context.Context, f Finish) (bool, error) {
 		if err != nil {
 			return err
 		}
-		return s.settleThread(ctx, tx, f.ThreadID, f.RunID, f.ThreadStatus, f.Values, f.Interrupts, now)
+		if err := s.settleThread(ctx, tx, f.ThreadID, f.RunID, f.ThreadStatus, f.Values, f.Interrupts, now); err != nil {
+			return err
+		}
+		if f.LeaseOwner == "" {
+			return nil
+		}
+		// After the thread's update, which may be held back as well (it
+		// was the write's last statement): both go with the next write
+		// or the COMMIT.
+		return s.execLast(ctx, tx, releaseLeaseSQL, f.ThreadID, f.LeaseOwner)
 	})
 	return n == 1, err
 }
+
+// releaseLeaseSQL deletes a thread's checkpoint lease held by an owner
+// (checkpoint/internal/sqlstore's ReleaseLease, in a records write).
+const releaseLeaseSQL = `DELETE FROM weft_thread_leases WHERE thread_id = $1 AND owner = $2`
 
 // settledStatus sets the status of thread $1 after run $2 ended: busy
 // while other runs are pending or running, else $3.
