@@ -114,9 +114,6 @@ func openOptions(ctx context.Context, path string, opts Options, pragmas []strin
 	// 64 KiB: in memory it costs a copy instead of a write system call
 	// per page.
 	q.Add("_pragma", "temp_store(MEMORY)")
-	// The driver's own goroutine copies the log into the database, beside
-	// the writers rather than inside one of their commits (wal.go).
-	q.Add("_pragma", "wal_autocheckpoint(0)")
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
 	}

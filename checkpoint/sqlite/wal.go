@@ -19,8 +19,9 @@ import (
 // while holding the write lock, and every writer of the process waits
 // (a server's runs stall for the length of two disk flushes).
 //
-// Here the pool's connections never checkpoint on their own
-// (wal_autocheckpoint 0). A goroutine of the driver does it instead,
+// Here the connection the driver's writes run on (wconn) never
+// checkpoints on its own (wal_autocheckpoint 0). A goroutine of the
+// driver does it instead,
 // after commits, at most every walCheckpointPause, in SQLite's PASSIVE
 // mode, which runs beside writers: the copy and the disk flushes happen
 // while writers go on appending. A log that keeps growing under writers
@@ -167,6 +168,15 @@ func (s *sqlDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
 		if s.wconn == nil {
 			c, err := s.db.Conn(ctx)
 			if err != nil {
+				return nil, err
+			}
+			// The writers' commits leave the log to the checkpointer.
+			// The pool's other connections checkpoint after their
+			// commits as SQLite's do: writes made on the pool DB
+			// returns (the long-term store's) do not tell the
+			// checkpointer, and would otherwise grow the log for good.
+			if _, err := c.ExecContext(ctx, "PRAGMA wal_autocheckpoint(0)"); err != nil {
+				c.Close()
 				return nil, err
 			}
 			s.wconn = c

@@ -140,3 +140,47 @@ func TestCloseTwice(t *testing.T) {
 	}
 	d.Close()
 }
+
+// Writes made on the pool that DB returns rather than through WriteTx (the
+// long-term store's, which weft serve keeps in the same file: store/sqlite
+// over Driver.DB) keep the log bounded too: the pool's connections
+// checkpoint after their commits as SQLite's connections do, since no
+// commit of theirs tells the driver's checkpointer.
+func TestWALBoundedUnderPoolWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes about 32 MiB")
+	}
+	d := openScratch(t)
+	if _, err := d.DB().Exec(`CREATE TABLE big (k INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	// Each write replaces a 64 KiB row: 16 or more pages appended to the
+	// log; 2 × walRestartFrames pages in all.
+	blob := []byte(strings.Repeat("x", 64<<10))
+	for i := range 2 * walRestartFrames / 16 {
+		if _, err := d.DB().Exec(`INSERT OR REPLACE INTO big (k, v) VALUES (?, ?)`, i%8, blob); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := os.Stat(d.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written := int64(2 * walRestartFrames * 4096); info.Size() >= written/2 {
+		t.Fatalf("the log file grew to %d bytes for about %d written through the pool: it never started over", info.Size(), written)
+	}
+	// The writers' own connection still leaves the log to the
+	// checkpointer.
+	if err := d.WriteTx(context.Background(), func(tx *sql.Tx) error {
+		var pages int
+		if err := tx.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&pages); err != nil {
+			return err
+		}
+		if pages != 0 {
+			t.Errorf("the writers' connection checkpoints every %d pages, want never (0)", pages)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
