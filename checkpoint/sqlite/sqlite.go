@@ -191,6 +191,9 @@ type sqlDB struct {
 	q     queue
 	// wconn is the connection writes run on, under wlock (wal.go).
 	wconn *sql.Conn
+	// closed is set, under wlock, when the driver closes: no writer
+	// takes a connection after that.
+	closed bool
 	// ckpt copies the log into the database (wal.go).
 	ckpt *walCheckpointer
 }

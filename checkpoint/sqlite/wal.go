@@ -164,6 +164,9 @@ func (s *sqlDB) passiveCheckpoint() (logFrames, copied int64, err error) {
 // has written since, so a connection that only this process's writers
 // use finds the pages its last transaction wrote still in memory.
 func (s *sqlDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	if s.closed {
+		return nil, fmt.Errorf("checkpoint/sqlite: %s: %w", s.path, errClosed)
+	}
 	for retried := false; ; retried = true {
 		if s.wconn == nil {
 			c, err := s.db.Conn(ctx)
@@ -193,6 +196,9 @@ func (s *sqlDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
 	}
 }
 
+// errClosed is the error of a write that comes once the driver closes.
+var errClosed = errors.New("the database is closed")
+
 // close stops the checkpointer, waits for the writer in progress and
 // gives the writer's connection back, so that closing the pool closes
 // it (and SQLite, closing its last connection, copies the log into the
@@ -205,6 +211,9 @@ func (s *sqlDB) close() error {
 	case <-time.After(groupTimeout + 5*time.Second):
 		return fmt.Errorf("checkpoint/sqlite: closing %s: a write still runs after %s", s.path, groupTimeout+5*time.Second)
 	}
+	// A writer that takes its turn after this one, before the pool is
+	// closed, must not take a connection that nothing would give back.
+	s.closed = true
 	if s.wconn == nil {
 		return nil
 	}

@@ -184,3 +184,45 @@ func TestWALBoundedUnderPoolWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A write that takes its turn while Close runs, after Close gave the
+// writers' connection back and before it closed the pool, fails, as a
+// write after Close does: it must not take a connection of its own,
+// which Close would never give back (the log would stay, and every later
+// write would go on committing on it after Close).
+func TestWriteWhileClosing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.db")
+	d, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.db.Exec(`CREATE TABLE scratch (v TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	write := func(v string) error {
+		return d.WriteTx(context.Background(), func(tx *sql.Tx) error {
+			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
+			return err
+		})
+	}
+	if err := write("a"); err != nil {
+		t.Fatal(err)
+	}
+	// Close, with a write between its two steps.
+	if err := d.w.close(); err != nil {
+		t.Fatal(err)
+	}
+	werr := write("b")
+	if err := d.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if werr == nil {
+		t.Error("a write made while the driver closed succeeded")
+	}
+	if err := write("c"); err == nil {
+		t.Error("a write made after Close succeeded")
+	}
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the log is still there after Close: %v", err)
+	}
+}
