@@ -292,8 +292,12 @@ func (s *sse) end() {
 // rather than one each. Other brokers' batches are flushed one by one.
 func (s *Server) subscribe(ctx context.Context, runID string, after int, out *sse) (iter.Seq2[[]Event, error], bool) {
 	if b, ok := s.runs.broker.(*memoryBroker); ok {
-		out.held = true
-		return b.subscribe(ctx, runID, after, out.flush)
+		events, ok := b.subscribe(ctx, runID, after, out.flush)
+		// Without a stream here (a join of a run another process
+		// executes), nothing flushes before waiting: the headers go at
+		// once.
+		out.held = ok
+		return events, ok
 	}
 	return s.runs.broker.Subscribe(ctx, runID, after)
 }
