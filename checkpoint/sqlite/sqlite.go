@@ -139,6 +139,19 @@ func openOptions(ctx context.Context, path string, opts Options, pragmas []strin
 		db.Close()
 		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, sqlitefile.ExplainUnwritable(path, err))
 	}
+	// A database in memory is one per connection: its pool has one
+	// connection, which the writers keep (wal.go), and a read or a
+	// statement prepared on the pool would wait for another for ever.
+	var seq int
+	var name, file string
+	if err := db.QueryRowContext(ctx, "PRAGMA database_list").Scan(&seq, &name, &file); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("checkpoint/sqlite: opening %s: %w", path, err)
+	}
+	if file == "" {
+		db.Close()
+		return nil, fmt.Errorf("%w: sqlite.Open needs a file; %q is a database in memory, one per connection (checkpoint.NewMemory keeps checkpoints in memory)", checkpoint.ErrInvalid, path)
+	}
 	if !opts.SkipMigrate {
 		if err := d.Migrate(ctx); err != nil {
 			// Named and explained by sqlDB.
