@@ -30,9 +30,10 @@ import (
 // the string sets pool_max_conns. The error is pgxpool's, for callers to
 // wrap.
 //
-// A string that names no sslmode (and no PGSSLMODE in the environment)
-// for a server on a loopback address (localhost, 127.0.0.0/8, ::1) gets
-// sslmode=allow instead of pgx's and libpq's prefer: the connection is
+// A string that names no sslmode and no connection service (nor does the
+// environment: PGSSLMODE, PGSERVICE) for a server on a loopback address
+// (localhost, 127.0.0.0/8, ::1) gets sslmode=allow instead of pgx's and
+// libpq's prefer: the connection is
 // made without TLS, and with TLS only if the server refuses that. Between
 // two processes of one machine TLS protects nothing, and it cost both
 // sides about a tenth of their CPU per run of weft serve (the records'
@@ -42,7 +43,10 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(url, "sslmode") && os.Getenv("PGSSLMODE") == "" && loopback(pc.ConnConfig) {
+	// A connection service's file may name the mode too: left to it.
+	named := strings.Contains(url, "sslmode") || os.Getenv("PGSSLMODE") != "" ||
+		strings.Contains(url, "service") || os.Getenv("PGSERVICE") != ""
+	if !named && loopback(pc.ConnConfig) {
 		if pc, err = pgxpool.ParseConfig(withParam(url, "sslmode", "allow")); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,4 +150,36 @@ func TestPoolConfigLoopbackTLS(t *testing.T) {
 	if pc.ConnConfig.TLSConfig == nil {
 		t.Error("PGSSLMODE=require: the first attempt goes without TLS")
 	}
+}
+
+// A connection service (PGSERVICE, or service= in the string) may name
+// the sslmode in its service file: a server on this machine is then
+// reached as the file says, not without TLS first.
+func TestPoolConfigLoopbackServiceFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pg_service.conf")
+	if err := os.WriteFile(file, []byte("[weft]\nhost=127.0.0.1\nport=5432\nuser=u\ndbname=db\nsslmode=verify-full\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGSERVICEFILE", file)
+	t.Setenv("PGSSLMODE", "")
+	t.Setenv("PGSERVICE", "")
+	check := func(conn string) {
+		t.Helper()
+		pc, err := PoolConfig(conn)
+		if err != nil {
+			t.Fatalf("%s: %v", conn, err)
+		}
+		if pc.ConnConfig.TLSConfig == nil {
+			t.Errorf("%s: the service's sslmode=verify-full, yet the first attempt goes without TLS", conn)
+		}
+		for _, f := range pc.ConnConfig.Fallbacks {
+			if f.TLSConfig == nil {
+				t.Errorf("%s: the service's sslmode=verify-full, yet an attempt goes without TLS", conn)
+			}
+		}
+	}
+	check("service=weft")
+	check("postgres:///db?service=weft")
+	t.Setenv("PGSERVICE", "weft")
+	check("")
 }
