@@ -164,6 +164,7 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 		return
 	}
 	if err := tx.Commit(); err != nil {
+		s.dropWriterConn()
 		failed(err)
 		return
 	}
@@ -187,6 +188,7 @@ func (s *sqlDB) runAlone(r *writeReq) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		s.dropWriterConn()
 		return err
 	}
 	s.committed()

@@ -196,6 +196,21 @@ func (s *sqlDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
 	}
 }
 
+// dropWriterConn discards the writers' connection after a COMMIT that
+// failed: SQLite may leave the transaction open then (a full disk, an
+// I/O error), and every later BEGIN on the connection would fail. The
+// connection is closed, not given back to the pool (a driver.ErrBadConn
+// from Raw tells database/sql so); the next write takes another. It runs
+// under wlock.
+func (s *sqlDB) dropWriterConn() {
+	if s.wconn == nil {
+		return
+	}
+	s.wconn.Raw(func(any) error { return driver.ErrBadConn })
+	s.wconn.Close()
+	s.wconn = nil
+}
+
 // errClosed is the error of a write that comes once the driver closes.
 var errClosed = errors.New("the database is closed")
 

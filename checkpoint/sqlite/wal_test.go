@@ -226,3 +226,37 @@ func TestWriteWhileClosing(t *testing.T) {
 		t.Errorf("the log is still there after Close: %v", err)
 	}
 }
+
+// After a failed COMMIT the writers' connection is closed, not given back
+// to the pool where its open transaction would fail whoever took it next,
+// and the next write takes another.
+func TestDroppedWriterConnectionIsClosed(t *testing.T) {
+	d := openScratch(t)
+	ctx := context.Background()
+	write := func(v string) error {
+		return d.WriteTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
+			return err
+		})
+	}
+	if err := write("a"); err != nil {
+		t.Fatal(err)
+	}
+	open := d.db.Stats().OpenConnections
+	d.w.wlock <- struct{}{}
+	old := d.w.wconn
+	d.w.dropWriterConn()
+	<-d.w.wlock
+	if got := d.db.Stats().OpenConnections; got != open-1 {
+		t.Fatalf("open connections %d after dropping the writers' one, want %d: it went back to the pool", got, open-1)
+	}
+	if err := write("b"); err != nil {
+		t.Fatalf("a write after the drop: %v", err)
+	}
+	if d.w.wconn == nil || d.w.wconn == old {
+		t.Fatal("the next write did not take a new connection")
+	}
+	if got := scratchRows(t, d); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("rows %v, want a,b", got)
+	}
+}
