@@ -291,6 +291,12 @@ func headerValues(configurable map[string]any, encoded []byte) json.RawMessage {
 		b = append(b, encoded...)
 		return append(b, '}')
 	}
+	return headerOnly(configurable)
+}
+
+// headerOnly is {"configurable": configurable's values whose keys headers
+// give}, or nil when there are none.
+func headerOnly(configurable map[string]any) json.RawMessage {
 	kept := map[string]any{}
 	for k, v := range configurable {
 		if headerKey(k) {
@@ -382,17 +388,7 @@ func headerConfig(kw runKwargs) json.RawMessage {
 		Configurable map[string]any `json:"configurable"`
 	}
 	_ = json.Unmarshal(kw.Config, &cfg)
-	kept := map[string]any{}
-	for k, v := range cfg.Configurable {
-		if headerKey(k) {
-			kept[k] = v
-		}
-	}
-	if len(kept) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(map[string]any{"configurable": kept})
-	return b
+	return headerOnly(cfg.Configurable)
 }
 
 // commandUpdate turns a command into the graph's input: a resume (by

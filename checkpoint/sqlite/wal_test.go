@@ -108,13 +108,7 @@ func TestCloseRemovesTheLog(t *testing.T) {
 // A writer whose connection was lost (closed under it) gets a new one.
 func TestWriterConnectionReplaced(t *testing.T) {
 	d := openScratch(t)
-	ctx := context.Background()
-	write := func(v string) error {
-		return d.WriteTx(ctx, func(tx *sql.Tx) error {
-			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
-			return err
-		})
-	}
+	write := func(v string) error { return writeScratch(d, v) }
 	if err := write("a"); err != nil {
 		t.Fatal(err)
 	}
@@ -232,13 +226,7 @@ func TestWriteWhileClosing(t *testing.T) {
 // and the next write takes another.
 func TestDroppedWriterConnectionIsClosed(t *testing.T) {
 	d := openScratch(t)
-	ctx := context.Background()
-	write := func(v string) error {
-		return d.WriteTx(ctx, func(tx *sql.Tx) error {
-			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
-			return err
-		})
-	}
+	write := func(v string) error { return writeScratch(d, v) }
 	if err := write("a"); err != nil {
 		t.Fatal(err)
 	}
@@ -259,4 +247,12 @@ func TestDroppedWriterConnectionIsClosed(t *testing.T) {
 	if got := scratchRows(t, d); strings.Join(got, ",") != "a,b" {
 		t.Fatalf("rows %v, want a,b", got)
 	}
+}
+
+// writeScratch adds a row to openScratch's table through WriteTx.
+func writeScratch(d *Driver, v string) error {
+	return d.WriteTx(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
+		return err
+	})
 }

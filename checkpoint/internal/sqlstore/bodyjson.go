@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -20,7 +21,7 @@ func appendBody(dst []byte, b body) ([]byte, error) {
 		dst = append(dst, "null"...)
 	} else {
 		dst = append(dst, '{')
-		for i, k := range sortedKeys(b.VS) {
+		for i, k := range slices.Sorted(maps.Keys(b.VS)) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -47,7 +48,7 @@ func appendVersions(dst []byte, m map[string]int64) []byte {
 		return append(dst, "null"...)
 	}
 	dst = append(dst, '{')
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -56,15 +57,6 @@ func appendVersions(dst []byte, m map[string]int64) []byte {
 		dst = strconv.AppendInt(dst, m[k], 10)
 	}
 	return append(dst, '}')
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // appendJSONString appends s as a JSON string the way json.Marshal
