@@ -567,7 +567,7 @@ func runMetaCanonical(md json.RawMessage, threadID, runID string, attempt int) (
 		// A canonical key has no escapes: it ends at the next quote.
 		end := i + 1 + bytes.IndexByte(md[i+1:], '"')
 		key := string(md[i+1 : end])
-		vEnd := canonicalEnd(md, end+2)
+		vEnd := jsonx.ValueEnd(md, end+2)
 		for next < len(own) && own[next].key < key {
 			writeOwn()
 		}
@@ -586,33 +586,4 @@ func runMetaCanonical(md json.RawMessage, threadID, runID string, attempt int) (
 		writeOwn()
 	}
 	return b, true
-}
-
-// canonicalEnd returns the index after the value at b[i:], in canonical
-// JSON (jsonx.Canonical: its strings have no escapes).
-func canonicalEnd(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			i += 1 + bytes.IndexByte(b[i+1:], '"')
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // a number or literal ended
-			}
-			if depth--; depth == 0 {
-				return i + 1
-			}
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
 }

@@ -52,7 +52,7 @@ func members(obj []byte, out []member) ([]member, bool) {
 		}
 		i = skipSpace(obj, end+1) // at ':'
 		i = skipSpace(obj, i+1)
-		vend := valueEnd(obj, i)
+		vend := jsonx.ValueEnd(obj, i)
 		out = append(out, member{key: string(obj[start:end]), val: obj[i:vend]})
 		i = skipSpace(obj, vend)
 		if obj[i] == '}' {
@@ -72,48 +72,6 @@ func skipSpace(b []byte, i int) int {
 		}
 	}
 	return i
-}
-
-// valueEnd returns the index after the valid JSON value at b[i:].
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; ; j++ {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-	}
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return j
-		}
-	}
-	return len(b)
-}
-
-// stringEnd returns the index after the valid JSON string at b[i:].
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; ; j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
 }
 
 // writeMembers writes ms as a JSON object in key order, the last of
