@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/weftlabs/weft/internal/jsonx"
 )
 
 // appendBody appends b's JSON to dst: the bytes json.Marshal makes of it
@@ -25,7 +27,7 @@ func appendBody(dst []byte, b body) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = jsonx.AppendString(dst, k, true)
 			dst = append(dst, ':')
 			dst = appendVersions(dst, b.VS[k])
 		}
@@ -52,26 +54,9 @@ func appendVersions(dst []byte, m map[string]int64) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = jsonx.AppendString(dst, k, true)
 		dst = append(dst, ':')
 		dst = strconv.AppendInt(dst, m[k], 10)
 	}
 	return append(dst, '}')
-}
-
-// appendJSONString appends s as a JSON string the way json.Marshal
-// writes it: a name of printable ASCII without quotes, backslashes or
-// the HTML characters it escapes is copied as it is, and any other goes
-// through json.Marshal.
-func appendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(dst, q...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
 }
