@@ -163,12 +163,9 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 		tx.Rollback()
 		return
 	}
-	if err := tx.Commit(); err != nil {
-		s.dropWriterConn()
+	if err := s.commit(tx); err != nil {
 		failed(err)
-		return
 	}
-	s.committed()
 }
 
 // runAlone runs one writer in a transaction of its own, bounded by its
@@ -187,6 +184,13 @@ func (s *sqlDB) runAlone(r *writeReq) error {
 		tx.Rollback()
 		return err
 	}
+	return s.commit(tx)
+}
+
+// commit commits a write transaction: after a failure it drops the
+// writers' connection (dropWriterConn), after a success it tells the
+// checkpointer.
+func (s *sqlDB) commit(tx *sql.Tx) error {
 	if err := tx.Commit(); err != nil {
 		s.dropWriterConn()
 		return err

@@ -191,14 +191,14 @@ func (s *sqlDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
 		if retried || !(errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)) {
 			return nil, err
 		}
-		s.wconn.Close()
-		s.wconn = nil
+		s.dropWriterConn()
 	}
 }
 
-// dropWriterConn discards the writers' connection after a COMMIT that
-// failed: SQLite may leave the transaction open then (a full disk, an
-// I/O error), and every later BEGIN on the connection would fail. The
+// dropWriterConn discards the writers' connection when it was lost, or
+// after a COMMIT that failed: SQLite may leave the transaction open then
+// (a full disk, an I/O error), and every later BEGIN on the connection
+// would fail. The
 // connection is closed, not given back to the pool (a driver.ErrBadConn
 // from Raw tells database/sql so); the next write takes another. It runs
 // under wlock.
