@@ -137,10 +137,8 @@ func canonicalConfigurable(config json.RawMessage) (configurable map[string]any,
 		return nil, false
 	}
 	cfg := v.(map[string]any)
-	for k := range cfg {
-		if k != "configurable" && strings.EqualFold(k, "configurable") {
-			return nil, false
-		}
+	if otherConfigurableKey(cfg) {
+		return nil, false
 	}
 	switch c := cfg["configurable"].(type) {
 	case map[string]any:
@@ -261,14 +259,24 @@ func (req *runRequest) kwargs(r *http.Request, temporary bool) (kw runKwargs, th
 	if err != nil {
 		return runKwargs{}, nil, err
 	}
-	for k := range cfg {
-		if k != "configurable" && strings.EqualFold(k, "configurable") {
-			// Decoding the config as headerConfig does merges this key's
-			// values with configurable's: left to it.
-			return kw, headerConfig(kw), nil
-		}
+	if otherConfigurableKey(cfg) {
+		// Decoding the config as headerConfig does merges this key's
+		// values with configurable's: left to it.
+		return kw, headerConfig(kw), nil
 	}
 	return kw, headerValues(configurable, encoded), nil
+}
+
+// otherConfigurableKey says whether a config has a key other than
+// "configurable" that decoding it into a struct takes as configurable
+// (encoding/json matches keys regardless of case).
+func otherConfigurableKey[V any](cfg map[string]V) bool {
+	for k := range cfg {
+		if k != "configurable" && strings.EqualFold(k, "configurable") {
+			return true
+		}
+	}
+	return false
 }
 
 // headerValues is headerConfig's answer for a run whose
