@@ -48,36 +48,28 @@ var backends = []struct {
 		t.Cleanup(func() { closeDB() })
 		return s
 	}},
-	{"postgres", func(t *testing.T) *Store {
-		ctx := context.Background()
-		d, err := postgres.Open(ctx, pgtest.NewDatabase(t, "weft_records_"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		s, err := OpenPostgres(ctx, d.Pool(), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}},
+	{"postgres", func(t *testing.T) *Store { return openPostgres(t, pgtest.NewDatabase(t, "weft_records_")) }},
 	// Without named prepared statements, as PgBouncer in transaction
 	// mode before 1.21 needs.
 	{"postgres-exec", func(t *testing.T) *Store {
-		ctx := context.Background()
-		d, err := postgres.Open(ctx, pgtest.ExecMode(t, pgtest.NewDatabase(t, "weft_records_")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		s, err := OpenPostgres(ctx, d.Pool(), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return openPostgres(t, pgtest.ExecMode(t, pgtest.NewDatabase(t, "weft_records_")))
 	}},
+}
+
+// openPostgres opens a Store on the checkpoint driver's pool of url.
+func openPostgres(t *testing.T, url string) *Store {
+	ctx := context.Background()
+	d, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	s, err := OpenPostgres(ctx, d.Pool(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func eachBackend(t *testing.T, fn func(t *testing.T, s *Store)) {
