@@ -274,6 +274,15 @@ func (s *sse) flush() error {
 	return s.rc.Flush()
 }
 
+// endWithError writes the error event {"error": name, "message"} that
+// ends a stream cut short, and flushes it, held or not.
+func (s *sse) endWithError(name string, err error) {
+	data, _ := json.Marshal(map[string]string{"error": name, "message": err.Error()})
+	if s.write([]Event{{Name: "error", Data: data}}) == nil {
+		_ = s.flush()
+	}
+}
+
 // end flushes a stream that never flushed (a held one that ended before
 // it waited: a join replaying an ended run's events), so that its
 // response is chunked as every stream's is, rather than one net/http
@@ -310,20 +319,14 @@ func (s *Server) follow(out *sse, events iter.Seq2[[]Event, error]) bool {
 	for batch, err := range events {
 		if err != nil {
 			if errors.Is(err, ErrStreamTrimmed) {
-				data, _ := json.Marshal(map[string]string{"error": "StreamTrimmedError", "message": err.Error()})
-				if out.write([]Event{{Name: "error", Data: data}}) == nil {
-					_ = out.flush()
-				}
+				out.endWithError("StreamTrimmedError", err)
 				return true
 			}
 			if errors.Is(err, ErrBrokerUnavailable) {
 				// The run goes on; the client may join its stream again
 				// with Last-Event-ID once the broker answers.
 				s.log.Warn("server: a run's stream is cut", "err", err)
-				data, _ := json.Marshal(map[string]string{"error": "StreamUnavailableError", "message": err.Error()})
-				if out.write([]Event{{Name: "error", Data: data}}) == nil {
-					_ = out.flush()
-				}
+				out.endWithError("StreamUnavailableError", err)
 				return true
 			}
 			return false
