@@ -89,15 +89,11 @@ func (t *Tx) Exec(ctx context.Context, query string, args ...any) (pgconn.Comman
 		t.sends++
 		return t.c.Exec(ctx, query, args...)
 	}
-	br, err := t.send(ctx, query, args)
-	if err != nil {
+	tags, err := t.ExecAll(ctx, []Stmt{{Query: query, Args: args}})
+	if tags == nil {
 		return pgconn.CommandTag{}, err
 	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
+	return tags[0], err
 }
 
 // ExecAll runs statements after the queued ones, in one round trip, and
@@ -107,27 +103,15 @@ func (t *Tx) ExecAll(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, er
 	if len(stmts) == 0 {
 		return nil, nil
 	}
-	var b pgx.Batch
-	for _, st := range t.pending {
-		b.Queue(st.Query, st.Args...)
+	br, err := t.send(ctx, stmts)
+	if err != nil {
+		return nil, err
 	}
-	for _, st := range stmts {
-		b.Queue(st.Query, st.Args...)
-	}
-	queued := len(t.pending)
-	t.pending = t.pending[:0]
-	t.sent = true
-	t.sends++
-	br := t.c.SendBatch(ctx, &b)
 	tags := make([]pgconn.CommandTag, len(stmts))
-	for i := range b.Len() {
-		tag, err := br.Exec()
-		if err != nil {
+	for i := range tags {
+		if tags[i], err = br.Exec(); err != nil {
 			br.Close()
 			return nil, err
-		}
-		if i >= queued {
-			tags[i-queued] = tag
 		}
 	}
 	return tags, br.Close()
@@ -140,7 +124,7 @@ func (t *Tx) Query(ctx context.Context, query string, args ...any) (pgx.Rows, er
 		t.sends++
 		return t.c.Query(ctx, query, args...)
 	}
-	br, err := t.send(ctx, query, args)
+	br, err := t.send(ctx, []Stmt{{Query: query, Args: args}})
 	if err != nil {
 		return nil, err
 	}
@@ -153,19 +137,23 @@ func (t *Tx) Query(ctx context.Context, query string, args ...any) (pgx.Rows, er
 	return &batchRows{Rows: rows, br: br}, nil
 }
 
-// send sends the queued statements and query in one batch, and reads the
-// results of the queued ones. On an error the batch is read to its end.
-func (t *Tx) send(ctx context.Context, query string, args []any) (pgx.BatchResults, error) {
+// send sends the queued statements and stmts in one batch, and reads the
+// results of the queued ones, leaving stmts' to the caller. On an error
+// the batch is read to its end.
+func (t *Tx) send(ctx context.Context, stmts []Stmt) (pgx.BatchResults, error) {
 	var b pgx.Batch
 	for _, st := range t.pending {
 		b.Queue(st.Query, st.Args...)
 	}
-	b.Queue(query, args...)
+	for _, st := range stmts {
+		b.Queue(st.Query, st.Args...)
+	}
+	queued := len(t.pending)
 	t.pending = t.pending[:0]
 	t.sent = true
 	t.sends++
 	br := t.c.SendBatch(ctx, &b)
-	for range b.Len() - 1 {
+	for range queued {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return nil, err
