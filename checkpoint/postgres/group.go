@@ -155,8 +155,7 @@ func (p pgDB) runGroup(group []*writeReq) {
 		}
 	}()
 	if len(group) == 1 {
-		r := group[0]
-		r.err = r.guard(func() error { return p.run(r.ctx, "BEGIN", []string{r.key}, r.fn) })
+		p.runAlone(group[0])
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
@@ -206,7 +205,13 @@ func (p pgDB) runGroup(group []*writeReq) {
 	// Nothing was committed: the other writers try alone.
 	for i, r := range group {
 		if !failed[i] {
-			r.err = r.guard(func() error { return p.run(r.ctx, "BEGIN", []string{r.key}, r.fn) })
+			p.runAlone(r)
 		}
 	}
+}
+
+// runAlone runs r's write in a transaction of its own, under its own
+// context.
+func (p pgDB) runAlone(r *writeReq) {
+	r.err = r.guard(func() error { return p.run(r.ctx, "BEGIN", []string{r.key}, r.fn) })
 }
