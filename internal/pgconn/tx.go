@@ -28,10 +28,8 @@ type Tx struct {
 	// lead counts the statements RunTx queued (begin and its lead),
 	// which need not be sent if no other statement follows.
 	lead int
-	// sent is set once a statement has gone to the server: the
-	// transaction may have begun.
-	sent bool
-	// sends counts the round trips that sent statements.
+	// sends counts the round trips that sent statements: once one has,
+	// the transaction may have begun.
 	sends int
 }
 
@@ -58,7 +56,7 @@ func RunTx(ctx context.Context, pool *pgxpool.Pool, cleanup time.Duration, begin
 	t.pending = append(t.pending, lead...)
 	t.lead = len(t.pending)
 	defer func() {
-		if err != nil && t.sent {
+		if err != nil && t.sends > 0 {
 			t.rollback(ctx, cleanup)
 		}
 	}()
@@ -85,7 +83,6 @@ func (t *Tx) Unqueue(n int) { t.pending = t.pending[:n] }
 // Exec runs a statement after the queued ones.
 func (t *Tx) Exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
 	if len(t.pending) == 0 {
-		t.sent = true
 		t.sends++
 		return t.c.Exec(ctx, query, args...)
 	}
@@ -120,7 +117,6 @@ func (t *Tx) ExecAll(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, er
 // Query runs a query after the queued ones.
 func (t *Tx) Query(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
 	if len(t.pending) == 0 {
-		t.sent = true
 		t.sends++
 		return t.c.Query(ctx, query, args...)
 	}
@@ -150,7 +146,6 @@ func (t *Tx) send(ctx context.Context, stmts []Stmt) (pgx.BatchResults, error) {
 	}
 	queued := len(t.pending)
 	t.pending = t.pending[:0]
-	t.sent = true
 	t.sends++
 	br := t.c.SendBatch(ctx, &b)
 	for range queued {
@@ -165,7 +160,7 @@ func (t *Tx) send(ctx context.Context, stmts []Stmt) (pgx.BatchResults, error) {
 // commit sends what is queued with COMMIT; a transaction of no statement
 // but its lead is not sent at all.
 func (t *Tx) commit(ctx context.Context) error {
-	if !t.sent && len(t.pending) == t.lead {
+	if t.sends == 0 && len(t.pending) == t.lead {
 		return nil
 	}
 	tag, err := t.Exec(ctx, "COMMIT")
