@@ -390,16 +390,15 @@ func mayNeedRow(b checkpoint.Blob) bool {
 // have none (triggers, small values and appends are kept inline), and so
 // cost no query here.
 func (p *putter) loadTaken(blobs []checkpoint.Blob) error {
-	// Each term names the whole primary key, so every database looks each
-	// one up in the index instead of scanning the thread's blobs.
 	args := []any{p.thread, p.ns}
 	var conds []string
 	for _, b := range blobs {
 		if !mayNeedRow(b) || p.asked[probeKey{b.Channel, b.Version}] {
 			continue
 		}
-		args = append(args, b.Channel, b.Version)
-		conds = append(conds, fmt.Sprintf("(thread_id = $1 AND ns = $2 AND channel = $%d AND version = $%d AND origin = '')", len(args)-1, len(args)))
+		var cond string
+		cond, args = takenTerm(b, args)
+		conds = append(conds, cond)
 	}
 	if len(conds) == 0 {
 		return nil
@@ -440,11 +439,20 @@ func (p *putter) takenTerms(blobs []checkpoint.Blob, args []any) (string, []any)
 	}
 	conds := make([]string, len(blobs))
 	for i, b := range blobs {
-		args = append(args, b.Channel, b.Version)
-		conds[i] = fmt.Sprintf("(thread_id = $1 AND ns = $2 AND channel = $%d AND version = $%d AND origin = '')", len(args)-1, len(args))
+		conds[i], args = takenTerm(b, args)
 		p.asked[probeKey{b.Channel, b.Version}] = true
 	}
 	return strings.Join(conds, " OR "), args
+}
+
+// takenTerm returns the condition that selects b's channel version stored
+// without an origin, in a query of the thread ($1) and namespace ($2)
+// whose arguments are args, and args with the condition's. It names the
+// whole primary key, so every database looks it up in the index instead
+// of scanning the thread's blobs.
+func takenTerm(b checkpoint.Blob, args []any) (string, []any) {
+	args = append(args, b.Channel, b.Version)
+	return fmt.Sprintf("(thread_id = $1 AND ns = $2 AND channel = $%d AND version = $%d AND origin = '')", len(args)-1, len(args)), args
 }
 
 // markTaken records that channel ch's version v is stored without an
@@ -867,31 +875,29 @@ func (s *Store) PutWrites(ctx context.Context, cfg checkpoint.Config, taskID str
 		var hasRegular, known bool
 		args := []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID}
 		owner, fenced := bt.fenceOwner(ctx, cfg.ThreadID)
-		if fenced && bt != nil && runs == 1 && specials == 0 {
-			// In a batch, the one row goes with the batch's next
-			// statement and needs no answer: the lease is checked by
-			// the batch's next fenced write (a run's next checkpoint
-			// asks for its parent's entries anyway), or before the
-			// batch commits. Until then the row is the batch's, which
-			// stores nothing without its lease.
+		if fenced && runs == 1 && specials == 0 {
 			row := packRun(writes)
 			value, f := encode(row.value)
-			bt.relyOn(cfg.ThreadID, owner)
-			return tx.ExecBatch(ctx, []Stmt{{Query: s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM weft_checkpoint_writes
+			const insert = `INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE `
+			const noRegular = `NOT EXISTS (SELECT 1 FROM weft_checkpoint_writes
 WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0)
-ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`),
-				Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, int64(0), row.channel, f, value}}})
-		}
-		if fenced && runs == 1 && specials == 0 {
+ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`
+			if bt != nil {
+				// In a batch, the one row goes with the batch's next
+				// statement and needs no answer: the lease is checked by
+				// the batch's next fenced write (a run's next checkpoint
+				// asks for its parent's entries anyway), or before the
+				// batch commits. Until then the row is the batch's, which
+				// stores nothing without its lease.
+				bt.relyOn(cfg.ThreadID, owner)
+				return tx.ExecBatch(ctx, []Stmt{{Query: s.d.q(insert + noRegular),
+					Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, int64(0), row.channel, f, value}}})
+			}
 			// The usual case, one row: one statement checks the lease,
 			// that the task has no regular writes stored, and inserts.
-			row := packRun(writes)
-			value, f := encode(row.value)
-			n, err := tx.Exec(ctx, s.d.q(s.fence("$9")+`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM fence) AND NOT EXISTS (SELECT 1 FROM weft_checkpoint_writes
-WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0)
-ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`), cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, int64(0), row.channel, f, value, owner)
+			n, err := tx.Exec(ctx, s.d.q(s.fence("$9")+insert+`EXISTS (SELECT 1 FROM fence) AND `+noRegular),
+				cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, int64(0), row.channel, f, value, owner)
 			if err != nil {
 				return err
 			}
