@@ -58,6 +58,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/postgres"
 	"github.com/weftlabs/weft/checkpoint/sqlite"
@@ -249,7 +251,7 @@ func sqliteDiskBytes(ctx context.Context, path string) (int64, map[string]int64,
 func postgresDiskBytes(ctx context.Context, dbURL string) (int64, map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	conn, err := pgtest.Connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -31,7 +32,7 @@ func TestReadOnlyDatabaseIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
-	conn, err := connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

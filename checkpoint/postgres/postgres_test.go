@@ -20,9 +20,6 @@ func newDatabase(t *testing.T) string {
 	return pgtest.NewDatabase(t, "weft_test_")
 }
 
-// connect opens a connection of the test's own.
-func connect(ctx context.Context, url string) (*pgx.Conn, error) { return pgtest.Connect(ctx, url) }
-
 func newSaver(t *testing.T) *checkpoint.Saver {
 	t.Helper()
 	d, err := postgres.Open(context.Background(), newDatabase(t))
@@ -58,7 +55,7 @@ func TestMigrateConcurrently(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := connect(context.Background(), url)
+	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +116,7 @@ func TestUpgradeFromV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	conn, err := connect(ctx, url)
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weftlabs/weft/checkpoint/internal/sqlstore"
@@ -220,7 +221,7 @@ func TestWriteHoldsLock(t *testing.T) {
 	}
 	defer d.Close()
 	db := pgDB{pool: d.pool, what: "test", cleanup: 5 * time.Second}
-	other, err := pgtest.Connect(ctx, dbURL)
+	other, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,13 +34,6 @@ func ServerURL() string {
 	return DefaultURL
 }
 
-// Connect opens a connection with pgx's defaults, or what url says
-// (default_query_exec_mode=exec for PgBouncer in transaction mode before
-// 1.21).
-func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
-	return pgx.Connect(ctx, url)
-}
-
 // ExecMode returns url, a postgres:// URL, asking for
 // default_query_exec_mode=exec: every statement goes as the extended
 // protocol's unnamed statement, never a named prepared one, as PgBouncer
@@ -65,7 +58,7 @@ func NewDatabase(t testing.TB, prefix string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	server := ServerURL()
-	admin, err := Connect(ctx, server)
+	admin, err := pgx.Connect(ctx, server)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("PostgreSQL is required in CI: cannot connect to %s: %v", server, err)
@@ -93,7 +86,7 @@ func CreateDatabase(ctx context.Context, admin, prefix string) (dbURL string, dr
 	if err != nil {
 		return "", nil, fmt.Errorf("the server's address must be a postgres:// URL: %w", err)
 	}
-	conn, err := Connect(ctx, admin)
+	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return "", nil, err
 	}
@@ -107,7 +100,7 @@ func CreateDatabase(ctx context.Context, admin, prefix string) (dbURL string, dr
 	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := Connect(ctx, admin)
+		c, err := pgx.Connect(ctx, admin)
 		if err != nil {
 			return fmt.Errorf("dropping database %s: %w", name, err)
 		}

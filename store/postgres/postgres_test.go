@@ -30,7 +30,7 @@ func newDatabase(t testing.TB) string {
 	// would, so every schema's search_path finds the type.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if c, err := pgtest.Connect(ctx, dbURL); err == nil {
+	if c, err := pgx.Connect(ctx, dbURL); err == nil {
 		c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector")
 		c.Close(ctx)
 	}
