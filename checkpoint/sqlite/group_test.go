@@ -41,12 +41,21 @@ func queued(t *testing.T, d *Driver, writers []func() error) []chan error {
 
 func openScratch(t *testing.T) *Driver {
 	t.Helper()
-	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"))
+	d := openScratchFile(t, filepath.Join(t.TempDir(), "weft.db"))
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// openScratchFile opens path with a scratch table of strings; the caller
+// closes it.
+func openScratchFile(t *testing.T, path string) *Driver {
+	t.Helper()
+	d, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
 	if _, err := d.db.Exec(`CREATE TABLE scratch (v TEXT PRIMARY KEY)`); err != nil {
+		d.Close()
 		t.Fatal(err)
 	}
 	return d

@@ -70,13 +70,7 @@ func TestWALStartsOverUnderSteadyWrites(t *testing.T) {
 // database and removes it; a connection kept would keep the log.
 func TestCloseRemovesTheLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "weft.db")
-	d, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.db.Exec(`CREATE TABLE scratch (v TEXT PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
+	d := openScratchFile(t, path)
 	for i := range 10 {
 		if err := d.WriteTx(context.Background(), func(tx *sql.Tx) error {
 			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, strconv.Itoa(i))
@@ -186,13 +180,7 @@ func TestWALBoundedUnderPoolWrites(t *testing.T) {
 // write would go on committing on it after Close).
 func TestWriteWhileClosing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "weft.db")
-	d, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.db.Exec(`CREATE TABLE scratch (v TEXT PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
+	d := openScratchFile(t, path)
 	write := func(v string) error {
 		return d.WriteTx(context.Background(), func(tx *sql.Tx) error {
 			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)

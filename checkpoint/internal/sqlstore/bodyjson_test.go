@@ -20,17 +20,23 @@ func TestAppendBodyIsJSONMarshal(t *testing.T) {
 		{V: 1, CV: map[string]int64{"é": -1, "a\"b": 1 << 62, "<&>": 0, "\u2028": 5, "tab\t": 7}, UC: &empty},
 	}
 	for _, b := range cases {
-		want, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := appendBody(nil, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("appendBody:\n got %s\nwant %s", got, want)
-		}
+		sameAsMarshal(t, b)
+	}
+}
+
+// sameAsMarshal fails t unless appendBody writes b as json.Marshal does.
+func sameAsMarshal(t *testing.T, b body) {
+	t.Helper()
+	want, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := appendBody(nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("appendBody:\n got %s\nwant %s", got, want)
 	}
 }
 
@@ -42,16 +48,6 @@ func FuzzAppendBody(f *testing.F) {
 		if withUC {
 			b.UC = &[]string{ch, node}
 		}
-		want, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := appendBody(nil, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("appendBody:\n got %s\nwant %s", got, want)
-		}
+		sameAsMarshal(t, b)
 	})
 }
