@@ -311,11 +311,13 @@ func (b *Background) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	b.cancel()
+	// Take what waits before cancelling the write in progress: once it
+	// stops, the worker would take the next queued one.
 	b.mu.Lock()
 	left := b.queue
 	b.queue = nil
 	b.mu.Unlock()
+	b.cancel()
 	for _, j := range left {
 		b.finish(j, fmt.Errorf("%w before this was written: %w", ErrClosed, ctx.Err()))
 	}
