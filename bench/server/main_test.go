@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,7 +88,8 @@ func TestSSEReader(t *testing.T) {
 // server writes it: pretty-printed JSON, id lines) or holds a slow run
 // open until the client leaves.
 type fakeServer struct {
-	breakEcho string // "", "error-event", "wrong-values" or "500"
+	breakEcho string // "", "error-event", "wrong-values", "500" or "truncated" (the connection ends mid-stream)
+	framing   string // "" (chunked, flushed per event), "length" (Content-Length) or "close" (Connection: close)
 
 	threads     atomic.Int64
 	disconnects atomic.Int64
@@ -96,6 +98,9 @@ type fakeServer struct {
 }
 
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.framing == "close" {
+		w.Header().Set("Connection", "close")
+	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/threads":
 		n := f.threads.Add(1)
@@ -114,16 +119,27 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		var out io.Writer = w
+		if f.framing == "length" {
+			var buf bytes.Buffer
+			out = &buf
+			defer func() {
+				w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+				w.Write(buf.Bytes())
+			}()
+		}
 		id := 0
 		send := func(name string, data any) {
 			b, _ := json.MarshalIndent(data, "", "  ")
-			fmt.Fprintf(w, "event: %s\n", name)
+			fmt.Fprintf(out, "event: %s\n", name)
 			for _, line := range bytes.Split(b, []byte("\n")) {
-				fmt.Fprintf(w, "data: %s\n", line)
+				fmt.Fprintf(out, "data: %s\n", line)
 			}
-			fmt.Fprintf(w, "id: %d\n\n", id)
+			fmt.Fprintf(out, "id: %d\n\n", id)
 			id++
-			w.(http.Flusher).Flush()
+			if out == w {
+				w.(http.Flusher).Flush()
+			}
 		}
 		send("metadata", map[string]any{"run_id": "r", "attempt": 1})
 		if body["assistant_id"] == "slow" {
@@ -135,6 +151,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		text := body["input"].(map[string]any)["messages"].([]any)[0].(map[string]any)["content"].(string)
 		human := map[string]any{"type": "human", "content": text, "id": "h"}
 		send("values", map[string]any{"messages": []any{human}})
+		if f.breakEcho == "truncated" {
+			panic(http.ErrAbortHandler) // the connection ends without the chunked stream's end
+		}
 		for _, tok := range strings.SplitAfter(text, " ") {
 			send("messages", []any{map[string]any{"type": "ai", "content": tok, "id": "run-1"}, map[string]any{"langgraph_node": "echo"}})
 		}
@@ -165,35 +184,56 @@ func runJSON[T any](t *testing.T, args ...string) (T, int, string) {
 }
 
 func TestRunsAgainstAGoodServer(t *testing.T) {
-	f := &fakeServer{}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	res, code, stderr := runJSON[loadResult](t, "--url", srv.URL, "--clients", "3", "--runs-per-client", "2", "--pid", strconv.Itoa(os.Getpid()))
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if res.Runs != 6 || res.OK != 6 || res.Errors != 0 || res.EventsPerRun == nil || *res.EventsPerRun != 11 {
-		t.Errorf("result %+v: want 6 runs, 6 ok, 0 errors, 11 events per run (8 words)", res)
-	}
-	if res.P50MS == nil || res.P99MS == nil || res.MaxMS == nil || *res.P50MS > *res.MaxMS {
-		t.Errorf("latencies p50 %v p99 %v max %v: want all set, p50 <= max", res.P50MS, res.P99MS, res.MaxMS)
-	}
-	if res.ServerPIDs < 1 || res.RSSMBServerBefore == nil || res.RSSMBServerPeak == nil || *res.RSSMBServerPeak <= 0 {
-		t.Errorf("RSS of the test's own process group: pids %d, before %v, peak %v", res.ServerPIDs, res.RSSMBServerBefore, res.RSSMBServerPeak)
-	}
-	if f.threads.Load() != 6 {
-		t.Errorf("threads created: %d, want one per run", f.threads.Load())
-	}
-	want := map[string]any{
-		"assistant_id": "echo",
-		"input":        map[string]any{"messages": []any{map[string]any{"role": "user", "content": "w0 w1 w2 w3 w4 w5 w6 w7"}}},
-		"stream_mode":  []any{"values", "messages-tuple"},
-	}
-	if diff := cmp.Diff(want, f.bodies[0]); diff != "" {
-		t.Errorf("stream request (-want +got):\n%s", diff)
+	// Each client keeps one connection alive from run to run, unless the
+	// server closes it after each answer.
+	for _, tt := range []struct {
+		framing string
+		conns   int64
+	}{{"", 3}, {"length", 3}, {"close", 12}} {
+		t.Run("framing="+tt.framing, func(t *testing.T) {
+			f := &fakeServer{framing: tt.framing}
+			srv := httptest.NewUnstartedServer(f)
+			var conns atomic.Int64
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			res, code, stderr := runJSON[loadResult](t, "--url", srv.URL, "--clients", "3", "--runs-per-client", "2", "--pid", strconv.Itoa(os.Getpid()))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if res.Runs != 6 || res.OK != 6 || res.Errors != 0 || res.EventsPerRun == nil || *res.EventsPerRun != 11 {
+				t.Errorf("result %+v: want 6 runs, 6 ok, 0 errors, 11 events per run (8 words)", res)
+			}
+			if res.P50MS == nil || res.P99MS == nil || res.MaxMS == nil || *res.P50MS > *res.MaxMS {
+				t.Errorf("latencies p50 %v p99 %v max %v: want all set, p50 <= max", res.P50MS, res.P99MS, res.MaxMS)
+			}
+			if res.ServerPIDs < 1 || res.RSSMBServerBefore == nil || res.RSSMBServerPeak == nil || *res.RSSMBServerPeak <= 0 {
+				t.Errorf("RSS of the test's own process group: pids %d, before %v, peak %v", res.ServerPIDs, res.RSSMBServerBefore, res.RSSMBServerPeak)
+			}
+			if f.threads.Load() != 6 {
+				t.Errorf("threads created: %d, want one per run", f.threads.Load())
+			}
+			if got := conns.Load(); got != tt.conns {
+				t.Errorf("connections: %d, want %d", got, tt.conns)
+			}
+			want := map[string]any{
+				"assistant_id": "echo",
+				"input":        map[string]any{"messages": []any{map[string]any{"role": "user", "content": "w0 w1 w2 w3 w4 w5 w6 w7"}}},
+				"stream_mode":  []any{"values", "messages-tuple"},
+			}
+			if diff := cmp.Diff(want, f.bodies[0]); diff != "" {
+				t.Errorf("stream request (-want +got):\n%s", diff)
+			}
+		})
 	}
 	// Without --pid there is no server to measure: nulls, as load.mjs prints.
-	res, _, _ = runJSON[loadResult](t, "--url", srv.URL, "--clients", "1")
+	srv := httptest.NewServer(&fakeServer{})
+	defer srv.Close()
+	res, _, _ := runJSON[loadResult](t, "--url", srv.URL, "--clients", "1")
 	if res.RSSMBServerBefore != nil || res.RSSMBServerPeak != nil || res.ServerPIDs != 0 {
 		t.Errorf("without --pid: before %v, peak %v, pids %d; want nulls", res.RSSMBServerBefore, res.RSSMBServerPeak, res.ServerPIDs)
 	}
@@ -204,6 +244,7 @@ func TestRunsCountFailures(t *testing.T) {
 		{"error-event", "stream error event"},
 		{"wrong-values", "unexpected final values"},
 		{"500", "HTTP 500"},
+		{"truncated", "after 2 events: the connection ended"},
 	} {
 		t.Run(brk.mode, func(t *testing.T) {
 			srv := httptest.NewServer(&fakeServer{breakEcho: brk.mode})
@@ -248,6 +289,8 @@ func TestBadFlags(t *testing.T) {
 		{"--clients", "0"},
 		{"--runs-per-client", "0"},
 		{"--url", "127.0.0.1:2024"},
+		{"--url", "http://"},
+		{"--url", "http://[::1"},
 		{"--pid", "abc"},
 		{"--source-addrs", "not-an-ip"},
 		{"--open-streams", "100000000"},

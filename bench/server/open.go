@@ -190,7 +190,7 @@ func holdStream(ctx context.Context, hc *http.Client, cfg config, tid string, bo
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return statusError("POST /threads/{id}/runs/stream", resp)
+		return statusError("POST /threads/{id}/runs/stream", resp.StatusCode, resp.Body)
 	}
 	sse := newSSEReader(resp.Body, 2<<10)
 	gotValues := false
