@@ -27,9 +27,10 @@
 // reading and writing goroutines per connection cost a hand-off per
 // request and answer: each request is one write, each answer is read
 // through a 64 KiB buffer (a run's burst of messages events is one read),
-// and only the last values event is decoded. That halved the generator's
-// CPU per run against weft (0.26-0.29 ms to 0.13-0.17 ms, 200 clients x
-// 20 runs). The client reads answers framed by Content-Length, chunked
+// and only the last values event is decoded. That cut the generator's CPU
+// per run against weft by about 37% (median 0.27 ms to 0.17 ms, 200
+// clients x 20 runs, alternated with the net/http version on a busy
+// machine; docs/benchmarks.md). The client reads answers framed by Content-Length, chunked
 // transfer coding (the reference's Node server) or the connection's end,
 // honours Connection: close, replaces a connection idle for over a second
 // (a server may have closed it) and never sends a request twice; any other
