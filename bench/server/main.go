@@ -441,7 +441,8 @@ func (c *loadClient) oneRun() (int, error) {
 	n, err := c.run()
 	if err != nil {
 		c.h.close() // whatever is left of the answer is not read
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		// A read or write past the deadline, or a dial cut short by it.
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("the run took longer than --timeout %v: %w", c.timeout, err)
 		}
 	}

@@ -88,7 +88,7 @@ func TestSSEReader(t *testing.T) {
 // server writes it: pretty-printed JSON, id lines) or holds a slow run
 // open until the client leaves.
 type fakeServer struct {
-	breakEcho string // "", "error-event", "wrong-values", "500" or "truncated" (the connection ends mid-stream)
+	breakEcho string // "", "error-event", "wrong-values", "500", "truncated" (the connection ends mid-stream) or "hang" (the stream stops until the client leaves)
 	framing   string // "" (chunked, flushed per event), "length" (Content-Length) or "close" (Connection: close)
 
 	threads     atomic.Int64
@@ -151,8 +151,12 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		text := body["input"].(map[string]any)["messages"].([]any)[0].(map[string]any)["content"].(string)
 		human := map[string]any{"type": "human", "content": text, "id": "h"}
 		send("values", map[string]any{"messages": []any{human}})
-		if f.breakEcho == "truncated" {
+		switch f.breakEcho {
+		case "truncated":
 			panic(http.ErrAbortHandler) // the connection ends without the chunked stream's end
+		case "hang":
+			<-r.Context().Done()
+			return
 		}
 		for _, tok := range strings.SplitAfter(text, " ") {
 			send("messages", []any{map[string]any{"type": "ai", "content": tok, "id": "run-1"}, map[string]any{"langgraph_node": "echo"}})
@@ -257,6 +261,21 @@ func TestRunsCountFailures(t *testing.T) {
 				t.Errorf("error samples %q; want one naming %q", res.ErrorSamples, brk.sample)
 			}
 		})
+	}
+}
+
+// TestRunsTimeout: a run the server does not finish fails at --timeout.
+func TestRunsTimeout(t *testing.T) {
+	srv := httptest.NewServer(&fakeServer{breakEcho: "hang"})
+	defer srv.Close()
+	res, code, _ := runJSON[loadResult](t, "--url", srv.URL, "--clients", "2", "--timeout", "300ms")
+	if code != 1 || res.OK != 0 || res.Errors != 2 {
+		t.Errorf("exit %d, ok %d, errors %d; want 1, 0, 2", code, res.OK, res.Errors)
+	}
+	for _, e := range res.ErrorSamples {
+		if !strings.Contains(e, "the run took longer than --timeout 300ms: reading the stream after 2 events") {
+			t.Errorf("error sample %q; want it about the timeout", e)
+		}
 	}
 }
 
