@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"sync"
 	"time"
 
@@ -39,11 +38,14 @@ const groupSavepoint = "weft_group_writer"
 // writeReq is one writer waiting for its turn.
 type writeReq struct {
 	ctx context.Context
-	// fn, or raw for WriteTx's callers, runs the writer's statements.
-	fn   func(sqlstore.Tx) error
-	raw  func(*sql.Tx) error
-	err  error
-	done chan struct{}
+	fn  func(sqlstore.Tx) error
+	// shared marks WriteTx's writers, whose statements are not bounded by
+	// their context once their turn came (they ran on a *sql.Tx under a
+	// context that could not be cancelled before, and their stores expect
+	// it); the driver's own writers' are (sqldb.Cached's Bound).
+	shared bool
+	err    error
+	done   chan struct{}
 }
 
 // queue holds the writers waiting for the write lock.
@@ -107,64 +109,45 @@ func (s *sqlDB) runGroup(group []*writeReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	// The group's statements, its BEGIN and its COMMIT included, run
-	// under a context that cannot be cancelled, so that neither the driver
-	// nor database/sql watches each one with a goroutine of its own; the
-	// group's deadline is checked before each (sqldb.Cached's Bound), and
-	// a statement waiting for another process's lock is bounded by
+	// under a context that cannot be cancelled, so that the driver does
+	// not watch each one with a goroutine of its own; the group's
+	// deadline is checked before each (sqldb.Conn.Tx's bound), and a
+	// statement waiting for another process's lock is bounded by
 	// busy_timeout.
-	stmtCtx := context.WithoutCancel(ctx)
-	tx, err := s.beginWrite(stmtCtx)
-	if err != nil {
+	err := s.inWriteTx(context.WithoutCancel(ctx), func(tx sqldb.ConnTx) (bool, error) {
+		ran := false
 		for _, r := range group {
-			r.err = err
+			if err := r.ctx.Err(); err != nil {
+				r.err = err
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			if _, err := tx.Exec(ctx, "SAVEPOINT "+groupSavepoint); err != nil {
+				return false, err
+			}
+			if r.err = s.call(ctx, tx, r); r.err != nil {
+				if _, err := tx.Exec(ctx, "ROLLBACK TO "+groupSavepoint); err != nil {
+					// SQLite rolled the whole transaction back.
+					return false, err
+				}
+			} else {
+				ran = true
+			}
+			if _, err := tx.Exec(ctx, "RELEASE "+groupSavepoint); err != nil {
+				return false, err
+			}
 		}
-		return
-	}
-	failed := func(err error) {
-		tx.Rollback()
+		return ran, nil
+	})
+	if err != nil {
+		// The transaction failed: nothing any writer wrote is kept.
 		for _, r := range group {
 			if r.err == nil {
 				r.err = err
 			}
 		}
-	}
-	// The savepoints' statements are prepared once, as the writers' are,
-	// rather than parsed again for each writer.
-	sp := sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts, Ctx: stmtCtx}
-	ran := false
-	for _, r := range group {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			failed(err)
-			return
-		}
-		if _, err := sp.ExecContext(stmtCtx, "SAVEPOINT "+groupSavepoint); err != nil {
-			failed(err)
-			return
-		}
-		if r.err = s.call(ctx, tx, r); r.err != nil {
-			if _, err := sp.ExecContext(stmtCtx, "ROLLBACK TO "+groupSavepoint); err != nil {
-				// SQLite rolled the whole transaction back.
-				failed(err)
-				return
-			}
-		} else {
-			ran = true
-		}
-		if _, err := sp.ExecContext(stmtCtx, "RELEASE "+groupSavepoint); err != nil {
-			failed(err)
-			return
-		}
-	}
-	if !ran {
-		tx.Rollback()
-		return
-	}
-	if err := s.commit(tx); err != nil {
-		failed(err)
 	}
 }
 
@@ -176,34 +159,22 @@ func (s *sqlDB) runAlone(r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := s.beginWrite(context.WithoutCancel(r.ctx))
-	if err != nil {
-		return err
+	var werr error
+	err := s.inWriteTx(context.WithoutCancel(r.ctx), func(tx sqldb.ConnTx) (bool, error) {
+		werr = s.call(r.ctx, tx, r)
+		return werr == nil, nil
+	})
+	if werr != nil {
+		return werr
 	}
-	if err := s.call(r.ctx, tx, r); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return s.commit(tx)
+	return err
 }
 
-// commit commits a write transaction: after a failure it drops the
-// writers' connection (dropWriterConn), after a success it tells the
-// checkpointer.
-func (s *sqlDB) commit(tx *sql.Tx) error {
-	if err := tx.Commit(); err != nil {
-		s.dropWriterConn()
-		return err
+// call runs r's statements in tx, bounded by ctx (unless r is shared)
+// whatever context they name.
+func (s *sqlDB) call(ctx context.Context, tx sqldb.ConnTx, r *writeReq) error {
+	if r.shared {
+		return r.fn(tx)
 	}
-	s.committed()
-	return nil
-}
-
-// call runs r's statements in tx, bounded by ctx whatever context they
-// name.
-func (s *sqlDB) call(ctx context.Context, tx *sql.Tx, r *writeReq) error {
-	if r.raw != nil {
-		return r.raw(tx)
-	}
-	return r.fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: s.db, Cache: &s.stmts, Ctx: context.WithoutCancel(ctx), Bound: ctx}})
+	return r.fn(tx.Bounded(ctx))
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
 	"runtime"
@@ -110,8 +109,8 @@ func TestGroupCommitKeepsEachWritersOutcome(t *testing.T) {
 		insert(ctx, "b", true),
 		insert(cancelled, "c", false),
 		func() error {
-			return d.WriteTx(ctx, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(ctx, `INSERT INTO scratch (v) VALUES ('d')`)
+			return d.WriteTx(ctx, func(tx Tx) error {
+				_, err := tx.Exec(ctx, `INSERT INTO scratch (v) VALUES ('d')`)
 				return err
 			})
 		},
@@ -170,8 +169,8 @@ func TestGroupCommitFailureFailsEveryWriter(t *testing.T) {
 		// Ends the transaction under the group's feet, as SQLite does
 		// itself after some errors (a full disk).
 		func() error {
-			return d.WriteTx(ctx, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(ctx, `ROLLBACK`)
+			return d.WriteTx(ctx, func(tx Tx) error {
+				_, err := tx.Exec(ctx, `ROLLBACK`)
 				return err
 			})
 		},

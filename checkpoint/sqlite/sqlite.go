@@ -202,8 +202,10 @@ type sqlDB struct {
 	// under busy_timeout.
 	wlock chan struct{}
 	q     queue
-	// wconn is the connection writes run on, under wlock (wal.go).
+	// wconn is the connection writes run on, under wlock (wal.go), and
+	// raw the statements prepared on it, run on its driver connection.
 	wconn *sql.Conn
+	raw   sqldb.Conn
 	// closed is set, under wlock, when the driver closes: no writer
 	// takes a connection after that.
 	closed bool

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/weftlabs/weft/internal/sqldb"
 )
 
 // WAL checkpoints. SQLite appends every commit to the write-ahead log
@@ -155,58 +157,130 @@ func (s *sqlDB) passiveCheckpoint() (logFrames, copied int64, err error) {
 	return logFrames, copied, nil
 }
 
-// beginWrite begins a write transaction on the writer's connection,
-// taking one from the pool the first time and again when it was lost.
-// It runs under wlock.
+// inWriteTx runs body in a write transaction on the writers'
+// connection, with its statements run under ctx, and commits it if body
+// says so; it returns body's error, or the transaction's. It runs under
+// wlock.
 //
 // Every write of the process runs on this one connection: SQLite keeps
 // a page cache per connection and empties it when another connection
 // has written since, so a connection that only this process's writers
 // use finds the pages its last transaction wrote still in memory.
-func (s *sqlDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
+//
+// The transaction runs on the driver's connection directly, inside
+// (*sql.Conn).Raw: its BEGIN, statements, savepoints and COMMIT are
+// statements prepared once on the connection (sqldb.Conn), without
+// database/sql's transaction and per-statement wrappers. The writers run
+// one after the other, so what each statement costs besides SQLite's own
+// work limits how many runs a second a server commits.
+func (s *sqlDB) inWriteTx(ctx context.Context, body func(sqldb.ConnTx) (commit bool, err error)) error {
 	if s.closed {
-		return nil, fmt.Errorf("checkpoint/sqlite: %s: %w", s.path, errClosed)
+		return fmt.Errorf("checkpoint/sqlite: %s: %w", s.path, errClosed)
 	}
 	for retried := false; ; retried = true {
-		if s.wconn == nil {
-			c, err := s.db.Conn(ctx)
-			if err != nil {
-				return nil, err
-			}
-			// The writers' commits leave the log to the checkpointer.
-			// The pool's other connections checkpoint after their
-			// commits as SQLite's do: writes made on the pool DB
-			// returns (the long-term store's) do not tell the
-			// checkpointer, and would otherwise grow the log for good.
-			if _, err := c.ExecContext(ctx, "PRAGMA wal_autocheckpoint(0)"); err != nil {
-				c.Close()
-				return nil, err
-			}
-			s.wconn = c
+		if err := s.takeWriterConn(ctx); err != nil {
+			return err
 		}
-		tx, err := s.wconn.BeginTx(ctx, nil)
-		if err == nil {
-			return tx, nil
+		var txErr error
+		began, committed, drop := false, false, false
+		err := s.wconn.Raw(func(dc any) error {
+			if err := s.raw.Use(dc); err != nil {
+				txErr = err
+				return nil
+			}
+			tx := s.raw.Tx(ctx, nil)
+			// BEGIN IMMEDIATE, as the pool's DSN asks (_txlock): the
+			// write lock is taken at the start, so two writers never
+			// deadlock upgrading read locks.
+			if _, err := tx.Exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+				txErr = err
+				return nil
+			}
+			began = true
+			commit, err := body(tx)
+			if err != nil || !commit {
+				// A ROLLBACK's failure is ignored, as database/sql's
+				// Tx.Rollback's was: after an error that rolled the
+				// transaction back already (a full disk), SQLite
+				// fails it for want of a transaction.
+				_, rerr := tx.Exec(ctx, "ROLLBACK")
+				txErr = err
+				drop = errors.Is(err, driver.ErrBadConn) || errors.Is(rerr, driver.ErrBadConn)
+			} else if _, err := tx.Exec(ctx, "COMMIT"); err != nil {
+				// SQLite may leave the transaction open (a full disk,
+				// an I/O error), and every later BEGIN on the
+				// connection would fail.
+				txErr = err
+				drop = true
+			} else {
+				committed = true
+			}
+			if drop {
+				// Closed with its statements; returning
+				// driver.ErrBadConn tells database/sql to close the
+				// connection rather than give it back to the pool.
+				s.raw.Close()
+				return driver.ErrBadConn
+			}
+			return nil
+		})
+		if drop {
+			s.wconn.Close()
+			s.wconn = nil
+			return txErr
 		}
+		if committed {
+			s.committed()
+		}
+		if err == nil || began {
+			return txErr
+		}
+		// The connection was lost before the transaction began (closed
+		// under the writers): take another, once.
 		if retried || !(errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)) {
-			return nil, err
+			return err
 		}
 		s.dropWriterConn()
 	}
 }
 
-// dropWriterConn discards the writers' connection when it was lost, or
-// after a COMMIT that failed: SQLite may leave the transaction open then
-// (a full disk, an I/O error), and every later BEGIN on the connection
-// would fail. The
-// connection is closed, not given back to the pool (a driver.ErrBadConn
-// from Raw tells database/sql so); the next write takes another. It runs
-// under wlock.
+// takeWriterConn takes the writers' connection from the pool when there
+// is none: the first time, and again when it was lost or dropped. It
+// runs under wlock.
+func (s *sqlDB) takeWriterConn(ctx context.Context) error {
+	if s.wconn != nil {
+		return nil
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	// The writers' commits leave the log to the checkpointer. The pool's
+	// other connections checkpoint after their commits as SQLite's do:
+	// writes made on the pool DB returns (the long-term store's) do not
+	// tell the checkpointer, and would otherwise grow the log for good.
+	if _, err := c.ExecContext(ctx, "PRAGMA wal_autocheckpoint(0)"); err != nil {
+		c.Close()
+		return err
+	}
+	s.wconn = c
+	return nil
+}
+
+// dropWriterConn discards the writers' connection: the connection and
+// the statements prepared on it are closed, not given back to the pool
+// (a driver.ErrBadConn from Raw tells database/sql so); the next write
+// takes another. It runs under wlock.
 func (s *sqlDB) dropWriterConn() {
 	if s.wconn == nil {
 		return
 	}
-	s.wconn.Raw(func(any) error { return driver.ErrBadConn })
+	s.wconn.Raw(func(dc any) error {
+		if s.raw.Use(dc) == nil {
+			s.raw.Close()
+		}
+		return driver.ErrBadConn
+	})
 	s.wconn.Close()
 	s.wconn = nil
 }
@@ -232,7 +306,19 @@ func (s *sqlDB) close() error {
 	if s.wconn == nil {
 		return nil
 	}
-	err := s.wconn.Close()
+	// The statements prepared on the connection first: SQLite does not
+	// free a connection whose statements are open.
+	err := s.wconn.Raw(func(dc any) error {
+		if err := s.raw.Use(dc); err != nil {
+			return err
+		}
+		return s.raw.Close()
+	})
+	if errors.Is(err, sql.ErrConnDone) {
+		// Lost already.
+		err = nil
+	}
+	err = errors.Join(err, s.wconn.Close())
 	s.wconn = nil
 	return err
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/weftlabs/weft/internal/sqldb"
 )
 
 // The driver's checkpointer copies the log into the database and makes it
@@ -38,8 +39,8 @@ func TestWALStartsOverUnderSteadyWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perWriter {
-				err := d.WriteTx(ctx, func(tx *sql.Tx) error {
-					_, err := tx.Exec(`INSERT OR REPLACE INTO big (k, v) VALUES (?, ?)`, w*perWriter+i%8, blob)
+				err := d.WriteTx(ctx, func(tx Tx) error {
+					_, err := tx.Exec(context.Background(), `INSERT OR REPLACE INTO big (k, v) VALUES (?, ?)`, w*perWriter+i%8, blob)
 					return err
 				})
 				if err != nil {
@@ -72,8 +73,8 @@ func TestCloseRemovesTheLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "weft.db")
 	d := openScratchFile(t, path)
 	for i := range 10 {
-		if err := d.WriteTx(context.Background(), func(tx *sql.Tx) error {
-			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, strconv.Itoa(i))
+		if err := d.WriteTx(context.Background(), func(tx Tx) error {
+			_, err := tx.Exec(context.Background(), `INSERT INTO scratch (v) VALUES (?)`, strconv.Itoa(i))
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -159,9 +160,9 @@ func TestWALBoundedUnderPoolWrites(t *testing.T) {
 	}
 	// The writers' own connection still leaves the log to the
 	// checkpointer.
-	if err := d.WriteTx(context.Background(), func(tx *sql.Tx) error {
+	if err := d.WriteTx(context.Background(), func(tx Tx) error {
 		var pages int
-		if err := tx.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&pages); err != nil {
+		if _, err := sqldb.QueryRow(context.Background(), tx, `PRAGMA wal_autocheckpoint`, nil, &pages); err != nil {
 			return err
 		}
 		if pages != 0 {
@@ -182,8 +183,8 @@ func TestWriteWhileClosing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "weft.db")
 	d := openScratchFile(t, path)
 	write := func(v string) error {
-		return d.WriteTx(context.Background(), func(tx *sql.Tx) error {
-			_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
+		return d.WriteTx(context.Background(), func(tx Tx) error {
+			_, err := tx.Exec(context.Background(), `INSERT INTO scratch (v) VALUES (?)`, v)
 			return err
 		})
 	}
@@ -239,8 +240,8 @@ func TestDroppedWriterConnectionIsClosed(t *testing.T) {
 
 // writeScratch adds a row to openScratch's table through WriteTx.
 func writeScratch(d *Driver, v string) error {
-	return d.WriteTx(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO scratch (v) VALUES (?)`, v)
+	return d.WriteTx(context.Background(), func(tx Tx) error {
+		_, err := tx.Exec(context.Background(), `INSERT INTO scratch (v) VALUES (?)`, v)
 		return err
 	})
 }

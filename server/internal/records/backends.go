@@ -21,8 +21,12 @@ import (
 // OpenSQLite returns a Store over an SQLite database shared with the
 // checkpoint saver: reads go to db, writes through write, which should
 // queue them behind the saver's own writers (checkpoint/sqlite's
-// Driver.WriteTx). It migrates the schema.
-func OpenSQLite(ctx context.Context, db *sql.DB, write func(context.Context, func(*sql.Tx) error) error, opts Options) (*Store, error) {
+// Driver.WriteTx) and run fn's statements under a context that one
+// writer's cancelling does not end: the transaction may be shared with
+// other writers (the checkpoint driver's group commit), and SQLite
+// answers a statement interrupted in a transaction by rolling the whole
+// transaction back. It migrates the schema.
+func OpenSQLite(ctx context.Context, db *sql.DB, write func(context.Context, func(Tx) error) error, opts Options) (*Store, error) {
 	// One committer: SQLite has one writer at a time anyway.
 	s := newStore(&sqliteDB{db: db, write: write}, SQLite, opts, 1)
 	if err := s.Migrate(ctx); err != nil {
@@ -57,7 +61,8 @@ func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error)
 	}
 	// Writers take turns here rather than in SQLite's busy handler.
 	lock := make(chan struct{}, 1)
-	write := func(ctx context.Context, fn func(*sql.Tx) error) error {
+	var stmts sqldb.StmtCache
+	write := func(ctx context.Context, fn func(Tx) error) error {
 		select {
 		case lock <- struct{}{}:
 		case <-ctx.Done():
@@ -68,7 +73,7 @@ func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error)
 		if err != nil {
 			return err
 		}
-		if err := fn(tx); err != nil {
+		if err := fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: db, Cache: &stmts, Ctx: context.WithoutCancel(ctx)}}); err != nil {
 			tx.Rollback()
 			return err
 		}
@@ -84,19 +89,13 @@ func OpenMemory(ctx context.Context, opts Options) (*Store, func() error, error)
 
 type sqliteDB struct {
 	db    *sql.DB
-	write func(context.Context, func(*sql.Tx) error) error
+	write func(context.Context, func(Tx) error) error
 	stmts sqldb.StmtCache
 }
 
-// Write runs fn's statements under ctx's values but not its cancelling:
-// the transaction may be shared with other writers (the checkpoint
-// driver's group commit), and SQLite answers a statement interrupted in a
-// transaction by rolling the whole transaction back.
+// Write runs fn through the write function OpenSQLite was given.
 func (d *sqliteDB) Write(ctx context.Context, fn func(Tx) error) error {
-	stmtCtx := context.WithoutCancel(ctx)
-	return d.write(ctx, func(tx *sql.Tx) error {
-		return fn(sqldb.Std{Q: sqldb.Cached{Tx: tx, DB: d.db, Cache: &d.stmts, Ctx: stmtCtx}})
-	})
+	return d.write(ctx, fn)
 }
 
 func (d *sqliteDB) Read(ctx context.Context, fn func(Tx) error) error {

@@ -23,10 +23,7 @@ type DB interface {
 // Tx runs statements inside a transaction. Queries use $1, $2... for
 // arguments; the Dialect rewrites them where the database wants another
 // form.
-type Tx interface {
-	Exec(ctx context.Context, query string, args ...any) (int64, error)
-	Query(ctx context.Context, query string, args ...any) (Rows, error)
-}
+type Tx = sqldb.Tx
 
 // Rows is the result of a query.
 type Rows = sqldb.Rows
