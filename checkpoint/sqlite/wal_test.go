@@ -245,3 +245,41 @@ func writeScratch(d *Driver, v string) error {
 		return err
 	})
 }
+
+// A COMMIT that fails drops the writers' connection, its statements with
+// it, and the writer is told; nothing it wrote is kept, and the next
+// write takes another connection. (SQLite refuses to commit while a
+// writing statement is unfinished: here an INSERT … RETURNING whose rows
+// the writer left open.)
+func TestFailedCommitDropsTheWritersConnection(t *testing.T) {
+	d := openScratch(t)
+	if err := writeScratch(d, "a"); err != nil {
+		t.Fatal(err)
+	}
+	old := d.w.wconn
+	err := d.WriteTx(context.Background(), func(tx Tx) error {
+		rows, err := tx.Query(context.Background(), `INSERT INTO scratch (v) VALUES ('x'), ('y') RETURNING v`)
+		if err != nil {
+			return err
+		}
+		if !rows.Next() {
+			return rows.Err()
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "statements in progress") {
+		t.Fatalf("the write with a statement unfinished: %v, want COMMIT's failure", err)
+	}
+	if d.w.wconn != nil {
+		t.Fatal("the writers' connection was kept after its COMMIT failed")
+	}
+	if err := writeScratch(d, "b"); err != nil {
+		t.Fatalf("a write after the failed COMMIT: %v", err)
+	}
+	if d.w.wconn == nil || d.w.wconn == old {
+		t.Fatal("the next write did not take a new connection")
+	}
+	if got := scratchRows(t, d); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("rows %v, want a,b", got)
+	}
+}
