@@ -22,6 +22,11 @@ import (
 // after which SQLite rolled the whole transaction back, such as a full
 // disk) fails every writer of the group: nothing any of them wrote is
 // kept, and each is told.
+//
+// The transaction runs on the writers' connection's driver connection
+// directly (inWriteTx, wal.go): the writers run one after the other, so
+// the Go work around each statement limits the process's writes as much
+// as SQLite's own does.
 
 // maxGroup bounds the writers committed together, so one commit stays
 // short.

@@ -1,7 +1,9 @@
 // Package sqldb holds what weft's SQL cores (checkpoint/internal/sqlstore
 // and store/internal/sqlstore) share: the small interfaces they run
-// statements through, the one-row query they both make, and the adapter
-// of database/sql (SQLite) to those interfaces.
+// statements through, the one-row query they both make, and two adapters
+// of SQLite to those interfaces: Std over database/sql, and Conn on a
+// driver connection directly, below database/sql's per-statement work
+// (checkpoint/sqlite's single writer).
 package sqldb
 
 import (
