@@ -338,6 +338,34 @@ func (s *Saver) Acquire(ctx context.Context, threadID string, opts LeaseOptions)
 	}
 }
 
+// AdoptLease returns the lease of threadID that opts.Owner already holds
+// because the caller took it in a transaction of its own, with the same
+// conditional upsert as Acquire on the store's lease table (a server takes
+// its run's thread in the write that creates the run). It writes nothing:
+// the lease renews itself from now on, as one Acquire returns does, and is
+// given up with Release or ReleaseWith. acquired is when the caller's
+// write began, by this process's clock: the lease counts itself expired
+// one TTL after it unless renewed. opts.Owner is required; opts.TTL must
+// be the TTL the caller wrote (0 means DefaultLeaseTTL); Wait and OnWait
+// do not apply. A caller that adopts a lease it does not hold gets a lease
+// that is lost at its first renewal or fenced write, never a thread it
+// does not own.
+func (s *Saver) AdoptLease(threadID string, opts LeaseOptions, acquired time.Time) (*Lease, error) {
+	if err := needThread("adopt lease", threadID); err != nil {
+		return nil, err
+	}
+	if opts.Owner == "" {
+		return nil, fmt.Errorf("%w: adopting the lease of thread %q needs the owner token it was taken with", ErrInvalid, threadID)
+	}
+	if opts.TTL < 0 {
+		return nil, fmt.Errorf("%w: lease TTL must be 0 (default %s) or positive, got %s", ErrInvalid, DefaultLeaseTTL, opts.TTL)
+	}
+	if opts.TTL == 0 {
+		opts.TTL = DefaultLeaseTTL
+	}
+	return s.newLease(threadID, opts, acquired), nil
+}
+
 // RequestCancel asks the run holding threadID's lease to stop: the
 // holder's lease sees the request at its next renewal and its Done channel
 // closes with ErrCancelRequested. It reports whether a run held the

@@ -85,6 +85,53 @@ func testLeaseReleaseWith(t *testing.T, s *checkpoint.Saver) {
 	}
 }
 
+// AdoptLease holds a lease its caller took in a write of its own, writing
+// nothing: the thread stays busy for others, and Release frees it. A lease
+// adopted without being held is lost at its first renewal. Bad arguments
+// are ErrInvalid.
+func testLeaseAdopt(t *testing.T, s *checkpoint.Saver) {
+	// Stands for the caller's own write: the row taken for owner "o".
+	acquire(t, s, "ad", checkpoint.LeaseOptions{Owner: "o", RunID: "run-1", TTL: time.Hour})
+	l, err := s.AdoptLease("ad", checkpoint.LeaseOptions{Owner: "o", RunID: "run-1", TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Owner() != "o" || l.ThreadID() != "ad" || l.Err() != nil {
+		t.Fatalf("adopted lease: owner %q, thread %q, Err %v", l.Owner(), l.ThreadID(), l.Err())
+	}
+	var be *checkpoint.BusyError
+	if _, err := s.Acquire(bg, "ad", checkpoint.LeaseOptions{}); !errors.As(err, &be) || be.RunID != "run-1" {
+		t.Fatalf("Acquire of an adopted lease's thread: %v, want busy, held by run-1", err)
+	}
+	if err := l.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, s, "ad", checkpoint.LeaseOptions{})
+
+	ghost, err := s.AdoptLease("ghost", checkpoint.LeaseOptions{Owner: "g", TTL: 30 * time.Millisecond}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Release(bg)
+	select {
+	case <-ghost.Done():
+	case <-time.After(waitBound):
+		t.Fatal("a lease adopted but never taken was not lost")
+	}
+	if !errors.Is(ghost.Err(), checkpoint.ErrLeaseLost) {
+		t.Fatalf("a lease adopted but never taken ended with %v, want ErrLeaseLost", ghost.Err())
+	}
+
+	for _, c := range []struct {
+		thread string
+		opts   checkpoint.LeaseOptions
+	}{{"", checkpoint.LeaseOptions{Owner: "o"}}, {"t", checkpoint.LeaseOptions{}}, {"t", checkpoint.LeaseOptions{Owner: "o", TTL: -time.Second}}} {
+		if _, err := s.AdoptLease(c.thread, c.opts, time.Now()); !errors.Is(err, checkpoint.ErrInvalid) {
+			t.Errorf("AdoptLease(%q, %+v) = %v, want ErrInvalid", c.thread, c.opts, err)
+		}
+	}
+}
+
 // A waiting Acquire tells its OnWait hook once, then gets the thread when
 // the holder releases it; a released lease no longer fences writes.
 func testLeaseWaitRelease(t *testing.T, s *checkpoint.Saver) {

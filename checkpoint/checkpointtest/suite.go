@@ -68,6 +68,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) *checkpoint.Saver) {
 		{"LeaseFencing", testLeaseFencing},
 		{"LeaseCancel", testLeaseCancel},
 		{"LeaseReleaseWith", testLeaseReleaseWith},
+		{"LeaseAdopt", testLeaseAdopt},
 		{"GraphOneWriterPerThread", testGraphOneWriterPerThread},
 		{"GraphUpdateStateBusy", testGraphUpdateStateBusy},
 		{"GraphLeaseLoss", testGraphLeaseLoss},
