@@ -22,6 +22,7 @@ var Postgres = &Dialect{
 	Migrations: [][]string{schemaSQL("text", "bigint", "jsonb"), postgresV2},
 	ForUpdate:  " FOR UPDATE",
 	SkipLocked: " FOR UPDATE SKIP LOCKED",
+	LeaseNow:   "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000 AS bigint)",
 	Contains: func(col string, filter map[string]any, arg func(any) string) (string, error) {
 		b, err := json.Marshal(filter)
 		if err != nil {

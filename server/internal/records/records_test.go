@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/checkpoint/postgres"
 	"github.com/weftlabs/weft/checkpoint/sqlite"
 	"github.com/weftlabs/weft/internal/pgtest"
@@ -811,16 +812,6 @@ func TestFinishRunReleasesLease(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		held := func(thread string) (owner string) {
-			t.Helper()
-			if err := s.read(ctx, func(tx Tx) error {
-				_, err := s.queryRow(ctx, tx, `SELECT owner FROM weft_thread_leases WHERE thread_id = $1`, []any{thread}, &owner)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			return owner
-		}
 		for i, c := range []struct{ holder, releaser, left string }{{"o1", "o1", ""}, {"o1", "o2", "o1"}} {
 			th, run := fmt.Sprintf("t%d", i), fmt.Sprintf("r%d", i)
 			if _, err := s.CreateThread(ctx, Thread{ID: th, Owner: "u"}, false); err != nil {
@@ -833,7 +824,7 @@ func TestFinishRunReleasesLease(t *testing.T) {
 			if ok, err := s.FinishRun(ctx, Finish{RunID: run, ThreadID: th, Worker: "w1", Status: RunSuccess, ThreadStatus: ThreadIdle, LeaseOwner: c.releaser}); err != nil || !ok {
 				t.Fatalf("FinishRun: %v, %v", ok, err)
 			}
-			if got := held(th); got != c.left {
+			if got := leaseHolder(t, s, th); got != c.left {
 				t.Errorf("lease of %s held by %q, released as %q: now held by %q, want %q", c.holder, th, c.releaser, got, c.left)
 			}
 			if r, err := s.GetThread(ctx, "u", th); err != nil || r.Status != ThreadIdle {
@@ -841,4 +832,169 @@ func TestFinishRunReleasesLease(t *testing.T) {
 			}
 		}
 	})
+}
+
+// leaseHolder returns the owner of a thread's checkpoint lease, "" when
+// it has none.
+func leaseHolder(t *testing.T, s *Store, thread string) (owner string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.read(ctx, func(tx Tx) error {
+		_, err := s.queryRow(ctx, tx, `SELECT owner FROM weft_thread_leases WHERE thread_id = $1`, []any{thread}, &owner)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return owner
+}
+
+// A run created with a lease request takes its thread's checkpoint lease
+// in its own write when the thread has no run pending or running and the
+// lease is free or expired: a checkpoint saver on the same database then
+// finds the thread busy, held by the run, and adopts the lease without a
+// write. Otherwise the run is created without it. A write that fails
+// takes neither.
+func TestCreateRunTakesLease(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) (*Store, checkpoint.Driver)
+	}{
+		{"sqlite", func(t *testing.T) (*Store, checkpoint.Driver) {
+			ctx := context.Background()
+			d, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "weft.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			s, err := OpenSQLite(ctx, d.DB(), d.WriteTx, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s, d
+		}},
+		{"postgres", func(t *testing.T) (*Store, checkpoint.Driver) {
+			ctx := context.Background()
+			d, err := postgres.Open(ctx, pgtest.NewDatabase(t, "weft_records_"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			s, err := OpenPostgres(ctx, d.Pool(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s, d
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s, d := b.open(t)
+			saver := checkpoint.New(d)
+			ctx := context.Background()
+			for _, th := range []string{"t1", "t2", "t3"} {
+				if _, err := s.CreateThread(ctx, Thread{ID: th, Owner: "u"}, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			create := func(run, thread, owner string, nr NewRun) (bool, error) {
+				t.Helper()
+				nr.Lease = &LeaseRequest{Owner: owner, RunID: run, TTL: time.Hour}
+				_, _, err := s.CreateRun(ctx, nr)
+				return nr.Lease.Taken, err
+			}
+
+			// A free thread: the run holds it.
+			start := time.Now()
+			if taken, err := create("r1", "t1", "o1", newRun("r1", "t1", "u", MultitaskEnqueue)); err != nil || !taken {
+				t.Fatalf("CreateRun on a free thread: taken %v, %v", taken, err)
+			}
+			var be *checkpoint.BusyError
+			if _, err := saver.Acquire(ctx, "t1", checkpoint.LeaseOptions{}); !errors.As(err, &be) || be.Owner != "o1" || be.RunID != "r1" {
+				t.Fatalf("another owner's Acquire of the run's thread: %v, want busy, held by o1 for r1", err)
+			}
+			adopted, err := saver.AdoptLease("t1", checkpoint.LeaseOptions{Owner: "o1", RunID: "r1", TTL: time.Hour}, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A run queued behind it leaves the lease alone.
+			if taken, err := create("r2", "t1", "o2", newRun("r2", "t1", "u", MultitaskEnqueue)); err != nil || taken {
+				t.Fatalf("CreateRun behind a pending run: taken %v, %v; want the run without the lease", taken, err)
+			}
+			if got := leaseHolder(t, s, "t1"); got != "o1" {
+				t.Fatalf("after a run queued behind: lease held by %q, want o1", got)
+			}
+			if err := adopted.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := leaseHolder(t, s, "t1"); got != "" {
+				t.Errorf("the adopted lease, released, is still held by %q", got)
+			}
+
+			// Another owner's unexpired lease: the run is created without.
+			other, err := saver.Acquire(ctx, "t2", checkpoint.LeaseOptions{Owner: "x", TTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Release(ctx)
+			if taken, err := create("r3", "t2", "o3", newRun("r3", "t2", "u", MultitaskReject)); err != nil || taken {
+				t.Fatalf("CreateRun on a thread held elsewhere: taken %v, %v; want the run without the lease", taken, err)
+			}
+			if got := leaseHolder(t, s, "t2"); got != "x" {
+				t.Errorf("a busy thread's lease is now held by %q, want x", got)
+			}
+
+			// An expired lease is taken over.
+			if err := s.write(ctx, "t3", func(tx Tx) error {
+				_, err := s.exec(ctx, tx, `INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at) VALUES ($1, 'dead', 'r', 0, 1)`, "t3")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if taken, err := create("r4", "t3", "o4", newRun("r4", "t3", "u", MultitaskReject)); err != nil || !taken {
+				t.Fatalf("CreateRun on a thread with an expired lease: taken %v, %v", taken, err)
+			}
+			if got := leaseHolder(t, s, "t3"); got != "o4" {
+				t.Errorf("an expired lease is held by %q, want o4", got)
+			}
+
+			// A write that fails after the lease's upsert (the new
+			// thread's id is another owner's) takes neither.
+			if _, err := s.CreateThread(ctx, Thread{ID: "t4", Owner: "other"}, false); err != nil {
+				t.Fatal(err)
+			}
+			nr := newRun("r5", "t4", "u", MultitaskReject)
+			nr.CreateThread = true
+			if taken, err := create("r5", "t4", "o5", nr); err == nil || taken {
+				t.Fatalf("CreateRun over another owner's thread: taken %v, %v; want an error", taken, err)
+			}
+			if got := leaseHolder(t, s, "t4"); got != "" {
+				t.Errorf("a failed CreateRun left the lease held by %q", got)
+			}
+			if _, err := s.GetRun(ctx, "u", "t4", "r5"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("a failed CreateRun left its run: %v", err)
+			}
+			// A stale assistant fails before the upsert: nothing either.
+			nr = newRun("r6", "t5", "u", MultitaskReject)
+			nr.CreateThread, nr.Assistant = true, &AssistantStamp{Version: 7}
+			if taken, err := create("r6", "t5", "o6", nr); !errors.Is(err, ErrStaleAssistant) || taken {
+				t.Fatalf("CreateRun with a stale assistant: taken %v, %v", taken, err)
+			}
+			if got := leaseHolder(t, s, "t5"); got != "" {
+				t.Errorf("a stale assistant's CreateRun left the lease held by %q", got)
+			}
+		})
+	}
+}
+
+// The records take a lease by the clock the checkpoint store counts its
+// expiry with.
+func TestLeaseClock(t *testing.T) {
+	if Postgres.LeaseNow != postgres.Dialect.Now {
+		t.Errorf("records' lease clock %q, the checkpoint store's %q", Postgres.LeaseNow, postgres.Dialect.Now)
+	}
+	if SQLite.LeaseNow != sqlite.Dialect.Now {
+		t.Errorf("records' lease clock %q, the checkpoint store's %q", SQLite.LeaseNow, sqlite.Dialect.Now)
+	}
 }

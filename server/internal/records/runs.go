@@ -56,6 +56,30 @@ type NewRun struct {
 	// if_not_exists: "create", and stateless runs), with ThreadMetadata.
 	CreateThread   bool
 	ThreadMetadata json.RawMessage
+	// Lease, when not nil, asks for the thread's checkpoint lease in the
+	// same transaction, when the thread has no run pending or running:
+	// the run is then to start at once, and its creation and its
+	// thread's lease commit together or not at all. CreateRun sets
+	// Lease.Taken. Only for a Store that shares its database with the
+	// checkpoint store (OpenSQLite, OpenPostgres), as Finish.LeaseOwner.
+	Lease *LeaseRequest
+}
+
+// LeaseRequest is the checkpoint lease CreateRun takes for a run's
+// thread: weft_thread_leases, the checkpoint store's table, with the
+// conditional upsert of the store's own AcquireLease (the row is taken
+// only when it is missing or expired), so that checkpoint.Saver.AdoptLease
+// can hold and renew it afterwards.
+type LeaseRequest struct {
+	// Owner is the lease's owner token, RunID its run id (informational).
+	Owner, RunID string
+	// TTL is how long the lease lasts from the write without renewal.
+	TTL time.Duration
+	// Taken is set by CreateRun: the run was created and holds the lease.
+	// It is false when the thread had runs pending or running, or another
+	// owner's unexpired lease (then the run waits for the lease as any
+	// other does), and when CreateRun failed.
+	Taken bool
 }
 
 // AssistantStamp names one state of an assistant: its version and when
@@ -88,15 +112,22 @@ WHERE t.thread_id = $1 AND t.owner = $2 ORDER BY r.created_at, r.run_id`
 //
 // It costs three statements: the thread and its runs pending or running
 // (one join), the run's insert (which checks the assistant, when asked),
-// and the thread's update (or insert).
+// and the thread's update (or insert); and the lease's upsert when
+// nr.Lease asks for it and the thread has no run pending or running.
 func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []string, error) {
 	run := nr.Run
 	now := s.now()
 	run.Status, run.Attempt, run.CreatedAt, run.UpdatedAt = RunPending, 1, now, now
 	run.Kwargs = object(run.Kwargs)
+	if nr.Lease != nil {
+		nr.Lease.Taken = false
+	}
 	var inflight []string
+	leased := false
 	err := s.write(ctx, run.ThreadID, func(tx Tx) error {
-		inflight = nil
+		// A batch that fails runs its writes again: nothing of a try
+		// before counts.
+		inflight, leased = nil, false
 		var t Thread
 		found := false
 		// Locks the thread's row (PostgreSQL), not its runs': the
@@ -169,6 +200,14 @@ WHERE EXISTS (SELECT 1 FROM weft_server_assistants WHERE assistant_id = $4 AND (
 		if n == 0 {
 			return fmt.Errorf("%w: assistant %s is no longer version %d", ErrStaleAssistant, run.AssistantID, nr.Assistant.Version)
 		}
+		// Only a run that is to start at once takes its thread: one
+		// queued behind others would hold it from them, or jump ahead
+		// of those another process executes.
+		if l := nr.Lease; l != nil && len(inflight) == 0 {
+			if leased, err = s.takeLease(ctx, tx, run.ThreadID, l); err != nil {
+				return err
+			}
+		}
 		if found {
 			return s.execLast(ctx, tx, `UPDATE weft_server_threads SET status = $1, metadata = $2, config = $3, updated_at = $4 WHERE thread_id = $5`,
 				ThreadBusy, string(t.Metadata), string(t.Config), micros(now), run.ThreadID)
@@ -179,7 +218,32 @@ WHERE EXISTS (SELECT 1 FROM weft_server_assistants WHERE assistant_id = $4 AND (
 	if err != nil {
 		return Run{}, inflight, err
 	}
+	if nr.Lease != nil {
+		nr.Lease.Taken = leased
+	}
 	return run, inflight, nil
+}
+
+// takeLeaseSQL takes a thread's checkpoint lease ($1) for owner $2 (run
+// $3, for $4 ns from now, the time being %[1]s) when it is free, expired or
+// already $2's: checkpoint/internal/sqlstore's AcquireLease, in a records
+// write. The two must stay the same statement.
+const takeLeaseSQL = `INSERT INTO weft_thread_leases (thread_id, owner, run_id, acquired_at, expires_at, cancel_requested)
+VALUES ($1, $2, $3, %[1]s, %[1]s + $4, 0)
+ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, run_id = excluded.run_id,
+acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, cancel_requested = 0
+WHERE weft_thread_leases.expires_at <= excluded.acquired_at OR weft_thread_leases.owner = excluded.owner`
+
+// takeLease runs takeLeaseSQL and reports whether the lease was taken.
+// Its time is the checkpoint store's lease clock (Dialect.LeaseNow), not
+// the records' own (s.now), which tests set back.
+func (s *Store) takeLease(ctx context.Context, tx Tx, threadID string, l *LeaseRequest) (bool, error) {
+	args := []any{threadID, l.Owner, l.RunID, l.TTL.Nanoseconds()}
+	if s.d.LeaseNow == "" {
+		args = append(args, time.Now().UnixNano())
+	}
+	n, err := s.exec(ctx, tx, s.d.takeLease(), args...)
+	return n > 0, err
 }
 
 // GetRun returns owner's run runID of thread threadID.

@@ -49,11 +49,33 @@ type Dialect struct {
 	// (objects compared key by key the same way). arg adds an argument
 	// and returns its placeholder.
 	Contains func(col string, filter map[string]any, arg func(any) string) (string, error)
+	// LeaseNow is the SQL of the current time in Unix nanoseconds by the
+	// clock the checkpoint store keeps its thread leases with (the
+	// server's, in PostgreSQL: the same expression as the checkpoint
+	// dialect's Now); empty means this process's clock, passed as an
+	// argument, as the checkpoint store does in SQLite.
+	LeaseNow string
 
 	// rewritten keeps q's rewrites by query (most queries are constants,
 	// run for every run), up to maxRewritten of them; kept counts them.
 	rewritten sync.Map
 	kept      atomic.Int32
+	// leaseSQL is takeLeaseSQL with this dialect's LeaseNow, made once.
+	leaseSQL     string
+	leaseSQLOnce sync.Once
+}
+
+// takeLease returns takeLeaseSQL with the time LeaseNow, or, without
+// one, the argument $5 that carries this process's clock.
+func (d *Dialect) takeLease() string {
+	d.leaseSQLOnce.Do(func() {
+		now := d.LeaseNow
+		if now == "" {
+			now = "$5"
+		}
+		d.leaseSQL = fmt.Sprintf(takeLeaseSQL, now)
+	})
+	return d.leaseSQL
 }
 
 // maxRewritten bounds the rewrites a Dialect keeps: queries built from
