@@ -74,6 +74,11 @@ type liveRun struct {
 
 	// admitted says the run holds a place among Options.MaxRuns.
 	admitted bool
+	// lease is its thread's lease when it was taken in the write that
+	// created the run (records.NewRun.Lease), until the run executes
+	// with it or ends without starting, which give it up; nil otherwise.
+	// Under manager.mu.
+	lease *checkpoint.Lease
 	// tel is the run's telemetry once it executes (nil without).
 	tel *telemetry.Run
 
@@ -301,7 +306,17 @@ func (m *manager) open(lr *liveRun) error {
 // enqueue puts a run in its thread's line, not yet launched.
 func (m *manager) enqueue(lr *liveRun) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	var drop *checkpoint.Lease
+	if m.closing {
+		// Created while the server began to shut down: it will not
+		// start, and shutdown gave up the leases of the runs it found
+		// waiting before this one came.
+		drop, lr.lease = lr.lease, nil
+	}
+	defer func() {
+		m.mu.Unlock()
+		m.release(durable(lr.ctx), drop)
+	}()
 	m.runs[lr.rec.ID] = lr
 	line := m.lines[lr.rec.ThreadID]
 	if line == nil {
@@ -357,6 +372,7 @@ func (m *manager) execute(lr *liveRun) {
 		defer func() {
 			if v := recover(); v != nil {
 				m.s.log.Error("server: run panicked", "run_id", lr.rec.ID, "panic", v, "stack", string(debug.Stack()))
+				m.dropLease(lr)
 				m.end(lr, nil, fmt.Errorf("server: run panicked: %v", v), nil)
 			}
 		}()
@@ -439,7 +455,7 @@ func (m *manager) run(lr *liveRun) {
 		return
 	}
 	defer func() { <-m.sem }()
-	lease, err := m.s.saver.Acquire(ctx, threadID, checkpoint.LeaseOptions{TTL: m.leaseTTL, Wait: true, RunID: lr.rec.ID})
+	lease, err := m.threadLease(ctx, lr)
 	if err != nil {
 		if ctx.Err() != nil {
 			m.endBeforeStart(lr)
@@ -470,6 +486,69 @@ func (m *manager) run(lr *liveRun) {
 	enc := newEncoder(lr.kw.StreamMode, lr.kw.Subgraphs, runMeta(lr.rec.Metadata, threadID, lr.rec.ID, lr.rec.Attempt))
 	runErr := m.stream(ctx, lr, lease, enc)
 	m.end(lr, enc, runErr, lease)
+}
+
+// threadLease takes lr's thread for its execution: the lease taken with
+// the run's record when it has one, else Saver.Acquire's, waiting while
+// another run holds the thread.
+func (m *manager) threadLease(ctx context.Context, lr *liveRun) (*checkpoint.Lease, error) {
+	if l := m.takeLease(lr); l != nil {
+		if ctx.Err() != nil {
+			// Cancelled as it was about to start: it ends as one that
+			// never started, as when Acquire is stopped.
+			m.release(durable(ctx), l)
+			return nil, context.Cause(ctx)
+		}
+		if !errors.Is(l.Err(), checkpoint.ErrLeaseLost) {
+			return l, nil
+		}
+		// Lost while the run waited its turn (renewals failed until it
+		// expired): the run takes its thread again as any other does.
+		m.release(durable(ctx), l)
+	}
+	return m.s.saver.Acquire(ctx, lr.rec.ThreadID, checkpoint.LeaseOptions{TTL: m.leaseTTL, Wait: true, RunID: lr.rec.ID})
+}
+
+// leaseAtCreate reports whether a new run of threadID asks for its
+// thread's lease in the write that creates it (records.NewRun.Lease),
+// which saves the lease a write of its own: where the records share the
+// checkpoints' database, and when the run is to start at once, with no
+// run of the thread in this process before it and no delay. CreateRun
+// takes it only if, besides, the thread has no run pending or running
+// in any process and its lease is free.
+func (m *manager) leaseAtCreate(threadID string, kw runKwargs) bool {
+	if !m.s.sharedLeases || kw.AfterSeconds > 0 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lines[threadID] == nil && !m.closing
+}
+
+// leaseRequest is the lease a new run asks for in the write that creates
+// it, with the TTL Acquire would give it.
+func (m *manager) leaseRequest(runID string) *records.LeaseRequest {
+	ttl := m.leaseTTL
+	if ttl <= 0 {
+		ttl = checkpoint.DefaultLeaseTTL
+	}
+	return &records.LeaseRequest{Owner: ids.Random(), RunID: runID, TTL: ttl}
+}
+
+// takeLease takes the lease lr holds since its creation, if any, from it.
+func (m *manager) takeLease(lr *liveRun) *checkpoint.Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := lr.lease
+	lr.lease = nil
+	return l
+}
+
+// dropLease gives up the lease lr holds since its creation, if any: a
+// run that ends without starting leaves its thread free at once rather
+// than when the lease expires.
+func (m *manager) dropLease(lr *liveRun) {
+	m.release(durable(lr.ctx), m.takeLease(lr))
 }
 
 // markRunningAfter is how long a run executes before it is recorded
@@ -764,6 +843,7 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 // pending by a shutdown.
 func (m *manager) endBeforeStart(lr *liveRun) {
 	ctx := durable(lr.ctx)
+	m.dropLease(lr)
 	c := cause(lr)
 	if c == nil || c.action == actionShutdown {
 		m.closeRun(lr, records.RunPending, nil, nil)
@@ -1060,6 +1140,7 @@ func (m *manager) shutdown(ctx context.Context) error {
 		for _, lr := range waiting {
 			// Never started: still pending in the database, for the next
 			// start; those waiting for it are told it ended here.
+			m.dropLease(lr)
 			m.closeRun(lr, records.RunPending, nil, nil)
 		}
 		// A node that ignores its context could hold on forever: give
@@ -1069,6 +1150,20 @@ func (m *manager) shutdown(ctx context.Context) error {
 		case <-time.After(5 * time.Second):
 			m.s.log.Warn("server: some runs did not stop when asked; another process takes them over once their leases expire")
 		}
+	}
+	// Runs left waiting (queued behind a run that finished, or not yet
+	// launched) never start here: the threads they took with their
+	// records are free at once for the process that takes them over.
+	m.mu.Lock()
+	var held []*liveRun
+	for _, lr := range m.runs {
+		if !lr.executing && lr.lease != nil {
+			held = append(held, lr)
+		}
+	}
+	m.mu.Unlock()
+	for _, lr := range held {
+		m.dropLease(lr)
 	}
 	m.stop()
 	if m.loopDone != nil {

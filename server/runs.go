@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/server/internal/api"
 	"github.com/weftlabs/weft/server/internal/records"
 	"github.com/weftlabs/weft/telemetry"
@@ -40,6 +41,17 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 			m.unadmit()
 		}
 	}()
+	// The thread's lease goes in the run's write when the run is to
+	// start at once (manager.leaseAtCreate): the run then adopts it
+	// instead of taking it in a write of its own. acquired is before
+	// that write, so that this process counts the lease expired no later
+	// than the store does.
+	var lease *records.LeaseRequest
+	acquired := time.Now()
+	if m.leaseAtCreate(nr.Run.ThreadID, kw) {
+		lease = m.leaseRequest(nr.Run.ID)
+		nr.Lease = lease
+	}
 	rec, inflight, err := m.s.rec.CreateRun(ctx, nr)
 	switch {
 	case errors.Is(err, records.ErrBusy):
@@ -54,7 +66,14 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 		return nil, err
 	}
 	lr := m.newLive(rec, kw, g)
+	if lease != nil && lease.Taken {
+		// Cannot fail: the thread id, owner and TTL are set.
+		if lr.lease, err = m.s.saver.AdoptLease(rec.ThreadID, checkpoint.LeaseOptions{TTL: lease.TTL, Owner: lease.Owner, RunID: rec.ID}, acquired); err != nil {
+			return nil, err
+		}
+	}
 	if err := m.open(lr); err != nil {
+		m.dropLease(lr)
 		return nil, err
 	}
 	lr.admitted, made = true, true
