@@ -18,11 +18,12 @@ var SQLite = &Dialect{
 
 // Postgres is the PostgreSQL flavour of the records schema.
 var Postgres = &Dialect{
-	Name:       "postgres",
-	Migrations: [][]string{schemaSQL("text", "bigint", "jsonb"), postgresV2},
-	ForUpdate:  " FOR UPDATE",
-	SkipLocked: " FOR UPDATE SKIP LOCKED",
-	LeaseNow:   "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000 AS bigint)",
+	Name:        "postgres",
+	Migrations:  [][]string{schemaSQL("text", "bigint", "jsonb"), postgresV2},
+	ForUpdate:   " FOR UPDATE",
+	SkipLocked:  " FOR UPDATE SKIP LOCKED",
+	LeaseNow:    "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000 AS bigint)",
+	WritableCTE: true,
 	Contains: func(col string, filter map[string]any, arg func(any) string) (string, error) {
 		b, err := json.Marshal(filter)
 		if err != nil {

@@ -959,12 +959,29 @@ func TestCreateRunTakesLease(t *testing.T) {
 				t.Errorf("an expired lease is held by %q, want o4", got)
 			}
 
+			// A run whose assistant is checked takes the lease as well.
+			if _, err := s.EnsureAssistant(ctx, Assistant{ID: "asst", GraphID: "echo"}); err != nil {
+				t.Fatal(err)
+			}
+			asst, err := s.GetAssistant(ctx, "u", "asst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			nr := newRun("r7", "t6", "u", MultitaskReject)
+			nr.CreateThread, nr.Assistant = true, asst.Stamp()
+			if taken, err := create("r7", "t6", "o7", nr); err != nil || !taken {
+				t.Fatalf("CreateRun with its assistant checked: taken %v, %v", taken, err)
+			}
+			if got := leaseHolder(t, s, "t6"); got != "o7" {
+				t.Errorf("the lease of a run with its assistant checked is held by %q, want o7", got)
+			}
+
 			// A write that fails after the lease's upsert (the new
 			// thread's id is another owner's) takes neither.
 			if _, err := s.CreateThread(ctx, Thread{ID: "t4", Owner: "other"}, false); err != nil {
 				t.Fatal(err)
 			}
-			nr := newRun("r5", "t4", "u", MultitaskReject)
+			nr = newRun("r5", "t4", "u", MultitaskReject)
 			nr.CreateThread = true
 			if taken, err := create("r5", "t4", "o5", nr); err == nil || taken {
 				t.Fatalf("CreateRun over another owner's thread: taken %v, %v; want an error", taken, err)

@@ -55,6 +55,10 @@ type Dialect struct {
 	// dialect's Now); empty means this process's clock, passed as an
 	// argument, as the checkpoint store does in SQLite.
 	LeaseNow string
+	// WritableCTE says a statement may write in its WITH clause
+	// (PostgreSQL): a run's insert then takes its thread's lease in the
+	// same statement.
+	WritableCTE bool
 
 	// rewritten keeps q's rewrites by query (most queries are constants,
 	// run for every run), up to maxRewritten of them; kept counts them.
