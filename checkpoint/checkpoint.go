@@ -273,12 +273,12 @@ func (s *Saver) Batch(ctx context.Context, threadID string, fn func(ctx context.
 	if !ok {
 		return fn(ctx)
 	}
-	fctx, ls, err := s.fence(ctx, threadID)
+	fctx, l, err := s.fenceThread(ctx, threadID)
 	if err != nil {
 		return err
 	}
 	err = bd.WriteBatch(fctx, threadID, fn)
-	noteLost(ls, err)
+	noteLostOne(l, err)
 	return err
 }
 
@@ -337,24 +337,26 @@ func (s *Saver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta Metada
 		// checkpoint twice doubled the cost of saving. Drivers store a
 		// checkpoint in one transaction (or not at all), so a value a
 		// driver's JSON column refuses leaves nothing half written.
+		// The value's name is built only when the check fails: this
+		// runs for every blob of every checkpoint.
 		if !b.Empty && b.Value != nil {
-			if err := checkJSONShape(fmt.Sprintf("the value of channel %q at version %d", b.Channel, b.Version), b.Value); err != nil {
-				return Config{}, err
+			if !jsonShaped(b.Value) {
+				return Config{}, notJSONShaped(fmt.Sprintf("the value of channel %q at version %d", b.Channel, b.Version), b.Value)
 			}
 		} else if !b.Empty {
 			for i, it := range b.Appended {
-				if err := checkJSONShape(fmt.Sprintf("appended item %d of channel %q at version %d", i, b.Channel, b.Version), it); err != nil {
-					return Config{}, err
+				if !jsonShaped(it) {
+					return Config{}, notJSONShaped(fmt.Sprintf("appended item %d of channel %q at version %d", i, b.Channel, b.Version), it)
 				}
 			}
 		}
 	}
-	ctx, ls, err := s.fence(ctx, cfg.ThreadID)
+	ctx, l, err := s.fenceThread(ctx, cfg.ThreadID)
 	if err != nil {
 		return Config{}, err
 	}
 	out, err := s.d.Put(ctx, cfg, cp, meta, blobs)
-	noteLost(ls, err)
+	noteLostOne(l, err)
 	return out, err
 }
 
@@ -376,16 +378,17 @@ func (s *Saver) PutWrites(ctx context.Context, cfg Config, taskID string, writes
 		if w.Value == nil {
 			continue
 		}
-		if err := checkJSON(fmt.Sprintf("pending write %d (channel %q) of task %s", i, w.Channel, taskID), w.Value); err != nil {
-			return err
+		// Named only on failure, as in Put.
+		if !json.Valid(w.Value) {
+			return notJSON(fmt.Sprintf("pending write %d (channel %q) of task %s", i, w.Channel, taskID), w.Value)
 		}
 	}
-	ctx, ls, err := s.fence(ctx, cfg.ThreadID)
+	ctx, l, err := s.fenceThread(ctx, cfg.ThreadID)
 	if err != nil {
 		return err
 	}
 	err = s.d.PutWrites(ctx, cfg, taskID, writes)
-	noteLost(ls, err)
+	noteLostOne(l, err)
 	return err
 }
 
@@ -673,36 +676,36 @@ func PruneKeeps(opts PruneOptions, ids []string, times []time.Time) []bool {
 	return keep
 }
 
-// checkJSONShape is a constant-time plausibility check of a JSON value: it
+// jsonShaped is a constant-time plausibility check of a JSON value: it
 // starts and ends as one. It catches empty, text and truncated values.
-func checkJSONShape(what string, b json.RawMessage) error {
+func jsonShaped(b json.RawMessage) bool {
 	b = bytes.TrimSpace(b)
-	ok := len(b) > 0
-	if ok {
-		first, last := b[0], b[len(b)-1]
-		switch first {
-		case '{':
-			ok = last == '}'
-		case '[':
-			ok = last == ']'
-		case '"':
-			ok = len(b) >= 2 && last == '"'
-		case 't', 'f', 'n':
-			ok = string(b) == "true" || string(b) == "false" || string(b) == "null"
-		default:
-			ok = first == '-' || (first >= '0' && first <= '9')
-		}
+	if len(b) == 0 {
+		return false
 	}
-	if !ok {
-		return fmt.Errorf("%w: %s is not a JSON value: %.40q", ErrInvalid, what, b)
+	first, last := b[0], b[len(b)-1]
+	switch first {
+	case '{':
+		return last == '}'
+	case '[':
+		return last == ']'
+	case '"':
+		return len(b) >= 2 && last == '"'
+	case 't', 'f', 'n':
+		return string(b) == "true" || string(b) == "false" || string(b) == "null"
+	default:
+		return first == '-' || (first >= '0' && first <= '9')
 	}
-	return nil
 }
 
-// checkJSON reports whether b is one well-formed JSON value.
-func checkJSON(what string, b json.RawMessage) error {
-	if !json.Valid(b) {
-		return fmt.Errorf("%w: %s is not valid JSON: %.40q", ErrInvalid, what, b)
-	}
-	return nil
+// notJSONShaped is the error for a value, named by what, that jsonShaped
+// refused.
+func notJSONShaped(what string, b json.RawMessage) error {
+	return fmt.Errorf("%w: %s is not a JSON value: %.40q", ErrInvalid, what, bytes.TrimSpace(b))
+}
+
+// notJSON is the error for a value, named by what, that is not one
+// well-formed JSON value (json.Valid).
+func notJSON(what string, b json.RawMessage) error {
+	return fmt.Errorf("%w: %s is not valid JSON: %.40q", ErrInvalid, what, b)
 }

@@ -114,6 +114,46 @@ type fenceKey struct{}
 // fenceSet maps a thread id to the owner token its writes are fenced with.
 type fenceSet map[string]string
 
+// fenceOne is the context of a Saver call on one thread (Put, PutWrites,
+// Batch) and the fence of its driver, in one allocation: those calls are
+// made for every step of every run, and a fenceSet in a context.WithValue
+// took four. Its Value answers fenceKey with itself and defers every other
+// key to its parent, as context.WithValue's context does, so contexts
+// derived from it find their parent's cancellation as usual.
+type fenceOne struct {
+	context.Context
+	thread, owner string
+	// fenced is false when the saver holds no lease of thread in the
+	// caller's context: the write is not fenced.
+	fenced bool
+}
+
+// Value returns the fence for fenceKey and the parent's value otherwise.
+func (c *fenceOne) Value(key any) any {
+	if key == (fenceKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// String names the context for debugging, as context.WithValue's does.
+func (c *fenceOne) String() string {
+	return fmt.Sprintf("%v.WithFence(%q)", c.Context, c.thread)
+}
+
+// fenceThread is fence for the one thread a write is made to, with the
+// lease it is fenced by, or nil.
+func (s *Saver) fenceThread(ctx context.Context, threadID string) (context.Context, *Lease, error) {
+	l := s.leaseFor(ctx, threadID)
+	if l == nil {
+		return &fenceOne{Context: ctx, thread: threadID}, nil, nil
+	}
+	if err := l.lost(); err != nil {
+		return ctx, nil, err
+	}
+	return &fenceOne{Context: ctx, thread: threadID, owner: l.owner, fenced: true}, l, nil
+}
+
 // WithLease returns a context whose writes on l's saver and thread are
 // fenced by l: Put, PutWrites and the whole-thread operations (CopyThread,
 // DeleteThread, Prune, Rewind) store nothing and fail with ErrLeaseLost
@@ -153,7 +193,13 @@ func (s *Saver) leaseFor(ctx context.Context, threadID string) *Lease {
 // ok, check inside the write's transaction that the lease still names
 // owner.
 func FenceOwner(ctx context.Context, threadID string) (owner string, ok bool) {
-	if fs, isSet := ctx.Value(fenceKey{}).(fenceSet); isSet {
+	switch fs := ctx.Value(fenceKey{}).(type) {
+	case *fenceOne:
+		if fs.fenced && fs.thread == threadID {
+			return fs.owner, true
+		}
+		return "", false
+	case fenceSet:
 		owner, ok = fs[threadID]
 		return owner, ok
 	}
@@ -184,6 +230,13 @@ func (s *Saver) fence(ctx context.Context, threadIDs ...string) (context.Context
 		fs[th] = l.owner
 	}
 	return context.WithValue(ctx, fenceKey{}, fs), ls, nil
+}
+
+// noteLostOne is noteLost for the lease of a write to one thread, or nil.
+func noteLostOne(l *Lease, err error) {
+	if l != nil && errors.Is(err, ErrLeaseLost) {
+		l.markLost(err)
+	}
 }
 
 // noteLost marks the leases lost when err says a fenced write found one
