@@ -49,7 +49,12 @@ func boundedCall(ctx context.Context, op string, d time.Duration, f func(context
 	// The message is built only on failure: this runs for every save.
 	cctx, cancel := context.WithTimeoutCause(ctx, d, ErrCheckpointerTimeout)
 	defer cancel()
-	err := f(cctx)
+	return boundErr(cctx, op, d, f(cctx))
+}
+
+// boundErr names the bound in err, the error of a call bounded by d with
+// cctx, when that is why the call failed.
+func boundErr(cctx context.Context, op string, d time.Duration, err error) error {
 	if err != nil && !errors.Is(err, ErrCheckpointerTimeout) {
 		switch c := context.Cause(cctx); {
 		case c == ErrCheckpointerTimeout:
@@ -59,6 +64,67 @@ func boundedCall(ctx context.Context, op string, d time.Duration, f func(context
 		}
 	}
 	return err
+}
+
+// serialBound bounds calls made one after another, as boundedCall does,
+// with one context and one timer for all of them instead of a
+// context.WithTimeoutCause each (four allocations, and a timer set up and
+// torn down, for every checkpoint write of every run). Before each call
+// the timer is set to end the shared context after d; after it, the timer
+// is stopped. Once the timer has fired, or the parent has ended, the
+// context is done: a timer that fired makes the next call start a new
+// context, and a parent that ended fails the next call at once, as a
+// context derived from it would. It is not safe for concurrent use: the
+// persister's background goroutine alone uses it.
+type serialBound struct {
+	parent context.Context
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+// deadlineCtx reports the deadline of one call bounded by a serialBound,
+// whose shared context ends at (or just after) it, so the store sees how
+// long the call has, as with context.WithTimeout. Its other methods are
+// the shared context's.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+// Deadline returns the end of the call's bound.
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// call runs f bounded by b.d, and names the bound in the error when that
+// is why f failed.
+func (b *serialBound) call(op string, f func(context.Context) error) error {
+	deadline := time.Now().Add(b.d)
+	if b.ctx == nil {
+		ctx, cancel := context.WithCancelCause(b.parent)
+		b.ctx, b.cancel = ctx, cancel
+		b.timer = time.AfterFunc(b.d, func() { cancel(ErrCheckpointerTimeout) })
+	} else {
+		b.timer.Reset(b.d)
+	}
+	ctx := b.ctx
+	err := f(&deadlineCtx{Context: ctx, deadline: deadline})
+	if !b.timer.Stop() {
+		// The bound ended: what f left watching ctx ends with it, and the
+		// next call gets a context of its own.
+		b.cancel(ErrCheckpointerTimeout)
+		b.ctx, b.cancel, b.timer = nil, nil, nil
+	}
+	return boundErr(ctx, op, b.d, err)
+}
+
+// close ends the shared context, if there is one.
+func (b *serialBound) close() {
+	if b.ctx != nil {
+		b.timer.Stop()
+		b.cancel(context.Canceled)
+		b.ctx, b.cancel, b.timer = nil, nil, nil
+	}
 }
 
 // boundedList bounds a listing from the checkpointer: the driver gets d to
@@ -138,6 +204,10 @@ type persister struct {
 
 	errMu sync.Mutex
 	err   error
+
+	// serial bounds the writes of the background goroutine (async
+	// durability), which alone calls bounded then.
+	serial *serialBound
 }
 
 type persistCall struct {
@@ -183,8 +253,10 @@ func newPersister(ctx context.Context, async bool, timeout time.Duration, batch 
 	if async {
 		p.ch = make(chan persistCall, 64)
 		p.done = make(chan struct{})
+		p.serial = &serialBound{parent: wctx, d: timeout}
 		go func() {
 			defer close(p.done)
+			defer p.serial.close()
 			for c := range p.ch {
 				if c.flushed != nil {
 					close(c.flushed)
@@ -234,6 +306,9 @@ func (p *persister) bounded(op string, f func(context.Context) error) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
+	} else if p.serial != nil {
+		// Async durability: only the background goroutine makes writes.
+		return p.serial.call(op, f)
 	}
 	return boundedCall(ctx, op, p.timeout, f)
 }

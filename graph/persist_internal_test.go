@@ -197,3 +197,36 @@ func TestPersisterBatchOutlastingItsBound(t *testing.T) {
 		t.Fatalf("batches %v; want the one that outlasted its bound", batches)
 	}
 }
+
+// The background writes share one bound context: a write that outlasts
+// the bound fails naming it, the next write gets a bound of its own (with
+// its deadline), and a write after the parent ended fails at once, as
+// with a context per write.
+func TestSerialBound(t *testing.T) {
+	parent, cancel := context.WithCancel(context.Background())
+	b := &serialBound{parent: parent, d: 20 * time.Millisecond}
+	defer b.close()
+	err := b.call("put 1", func(ctx context.Context) error {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	})
+	if !errors.Is(err, ErrCheckpointerTimeout) {
+		t.Fatalf("hanging write = %v; want ErrCheckpointerTimeout", err)
+	}
+	for i := range 3 {
+		err = b.call("put 2", func(ctx context.Context) error {
+			if _, ok := ctx.Deadline(); !ok {
+				return errors.New("no deadline")
+			}
+			return ctx.Err()
+		})
+		if err != nil {
+			t.Fatalf("write %d after a timed-out one = %v; want nil", i, err)
+		}
+	}
+	cancel()
+	err = b.call("put 3", func(ctx context.Context) error { return ctx.Err() })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("write after the parent ended = %v; want context.Canceled", err)
+	}
+}
