@@ -24,6 +24,10 @@ type Graph struct {
 	outputKeys []string
 	nodes      map[string]*node
 	nodeList   []*node // START first, then in the order added
+	// channels names the channels of decls in sorted order, for the
+	// steps and saves that go through them in order: sorted once here
+	// instead of at each of them.
+	channels []string
 	// triggers maps a channel to the nodes it makes run.
 	triggers map[string][]*node
 	saver    *checkpoint.Saver
@@ -163,6 +167,7 @@ func compile(b *Builder, co CompileOptions) *Graph {
 			g.triggers[t] = append(g.triggers[t], n)
 		}
 	}
+	g.channels = sortedKeys(g.decls)
 	return g
 }
 

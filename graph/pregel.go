@@ -661,7 +661,7 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 		// clear if nothing wrote them again.
 		var prev []string
 		if r.updatedAll {
-			prev = sortedKeys(r.slots)
+			prev = r.g.channels // the keys of r.slots
 		} else {
 			prev = r.updated
 		}
@@ -678,7 +678,7 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 		}
 		// Nothing left to trigger: release deferred nodes.
 		if !r.triggersAny(updated) {
-			for _, ch := range sortedKeys(r.slots) {
+			for _, ch := range r.g.channels {
 				if r.slots[ch].finish() {
 					bump(ch)
 				}
@@ -756,8 +756,14 @@ func (r *run) save() error {
 	}
 	var blobs []checkpoint.Blob
 	enc := &valueEncoder{}
-	for _, ch := range sortedKeys(r.versions) {
-		ver := r.versions[ch]
+	// The graph's channels are those with slots: a version of another
+	// channel (restored from a checkpoint of an older graph) has no value
+	// to save.
+	for _, ch := range r.g.channels {
+		ver, ok := r.versions[ch]
+		if !ok {
+			continue
+		}
 		base, had := r.saved[ch]
 		if had && base == ver {
 			continue
@@ -789,6 +795,10 @@ func (r *run) save() error {
 		if a, ok := s.(appender); ok {
 			a.markSaved()
 		}
+		if blobs == nil {
+			// One allocation for the blobs instead of one per doubling.
+			blobs = make([]checkpoint.Blob, 0, len(r.versions))
+		}
 		blobs = append(blobs, b)
 	}
 	c := r.cfg()
@@ -803,7 +813,9 @@ func (r *run) save() error {
 		// not go on as if it were.
 		return fmt.Errorf("graph: saving checkpoint: %w", err)
 	}
-	r.saved = maps.Clone(r.versions)
+	// cp.Versions is this same copy of r.versions: neither the saver nor
+	// the run changes it.
+	r.saved = cp.Versions
 	r.cpSaved = true
 	r.lastSaved = r.cpID
 	return nil
