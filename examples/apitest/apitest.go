@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"regexp"
 	"time"
 
 	"github.com/weftlabs/weft/checkpoint"
@@ -62,8 +61,8 @@ func Echo(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
 	node := func(ctx context.Context, s graph.State) (graph.Update, error) {
 		msgs := Messages.Get(s)
 		text := ReplyFor(msgs)
-		graph.Emit(ctx, EchoStart{Event: "echo_start", Tokens: len(Tokenize(text))})
-		var chunks []llm.Chunk
+		graph.Emit(ctx, EchoStart{Event: "echo_start", Tokens: countTokens(text)})
+		chunks := make([]llm.Chunk, 0, countTokens(text))
 		for c, err := range model.Stream(ctx, msgs) {
 			if err != nil {
 				return graph.Update{}, err
@@ -96,17 +95,54 @@ func ReplyFor(msgs []llm.Message) string {
 	return "(no input)"
 }
 
-var tokenRE = regexp.MustCompile(`\S+\s*|\s+`)
-
 // Tokenize splits text into echo's tokens: each run of non-space with the
 // spaces after it, and leading spaces as a token of their own, so that
-// the tokens joined are the text.
+// the tokens joined are the text. Spaces are ASCII's (tab, newline, form
+// feed, carriage return, space), as \s in a regular expression; the
+// tokens are those of `\S+\s*|\s+`, found by a scan instead, since echo
+// runs it for every reply.
 func Tokenize(text string) []string {
-	toks := tokenRE.FindAllString(text, -1)
-	if len(toks) == 0 {
+	if text == "" {
 		return []string{text}
 	}
+	toks := make([]string, 0, countTokens(text))
+	for i := 0; i < len(text); {
+		j := nextToken(text, i)
+		toks = append(toks, text[i:j])
+		i = j
+	}
 	return toks
+}
+
+// countTokens is len(Tokenize(text)) without building the tokens.
+func countTokens(text string) int {
+	if text == "" {
+		return 1
+	}
+	n := 0
+	for i := 0; i < len(text); i = nextToken(text, i) {
+		n++
+	}
+	return n
+}
+
+// nextToken returns where the token starting at i ends: after the run of
+// non-space and the spaces that follow it, or after the run of spaces
+// when it starts with one.
+func nextToken(text string, i int) int {
+	for i < len(text) && !isSpace(text[i]) {
+		i++
+	}
+	for i < len(text) && isSpace(text[i]) {
+		i++
+	}
+	return i
+}
+
+// isSpace reports whether b is a space as \s is in Go's regular
+// expressions. No byte of a multi-byte UTF-8 character is one.
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
 }
 
 // EchoModel is a chat model that answers with the last human message,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,23 @@ func TestTokenize(t *testing.T) {
 		}
 		if strings.Join(got, "") != tt.in {
 			t.Errorf("tokens of %q do not join back", tt.in)
+		}
+	}
+}
+
+// Tokenize scans for what the regular expression it documents finds,
+// among all kinds of spaces, Unicode ones (not spaces to \s) and broken
+// UTF-8.
+func TestTokenizeMatchesItsExpression(t *testing.T) {
+	re := regexp.MustCompile(`\S+\s*|\s+`)
+	for _, in := range []string{
+		"alpha beta gamma", "  lead", "trail  ", " \t\n\f\r", "a\tb\nc\fd\re",
+		"wide\u00a0space\u2003here", "héllo wörld ", "bad\xff \xfe\xfd x", "\v tab",
+		"w0 w1 w2 w3 w4 w5 w6 w7",
+	} {
+		want := re.FindAllString(in, -1)
+		if diff := cmp.Diff(want, apitest.Tokenize(in)); diff != "" {
+			t.Errorf("Tokenize(%q) (-expression +got):\n%s", in, diff)
 		}
 	}
 }
