@@ -60,9 +60,47 @@ func TestKwargsThreadConfigIsHeaderConfig(t *testing.T) {
 			t.Errorf("streamModeList(%s) = %s, %v; want %s", raw, b, err, want)
 		}
 	}
-	for _, raw := range []string{`1`, `{}`, `"nope"`, `["values",1]`, `"unterminated`} {
+	for _, raw := range []string{`1`, `{}`, `"nope"`, `["values",1]`, `"unterminated`, `["values",]`, `["values","nope"]`, `[,]`, `["values" "updates"]`} {
 		if _, err := streamModeList(json.RawMessage(raw)); err == nil {
 			t.Errorf("streamModeList(%s) took it", raw)
+		}
+	}
+}
+
+// The config of a run without one, encoded by hand, is what json.Marshal
+// gives for it; and so is the usual stream_mode read without
+// encoding/json.
+func TestKwargsWithoutConfigAsMarshal(t *testing.T) {
+	for _, headers := range []map[string]string{
+		nil,
+		{"User-Agent": "Go-http-client/1.1"},
+		{"User-Agent": "a\"b\\c", "X-Trace": "t<&>\u2028", "X-B": "\xff", "X-A": "", "X-Api-Key": "secret"},
+	} {
+		r := httptest.NewRequest("POST", "/runs", nil)
+		r.Header = map[string][]string{}
+		for k, v := range headers {
+			r.Header[k] = []string{v}
+		}
+		req := runRequest{StreamMode: json.RawMessage(`["values","messages-tuple","updates","custom"]`)}
+		kw, _, err := req.kwargs(r, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		configurable := map[string]any{}
+		for k, v := range headers {
+			if k = strings.ToLower(k); k != "x-api-key" {
+				configurable[k] = v
+			}
+		}
+		cfg := map[string]any{}
+		if len(configurable) > 0 {
+			cfg["configurable"] = configurable
+		}
+		if want, _ := json.Marshal(cfg); string(kw.Config) != string(want) {
+			t.Errorf("headers %v: config %s, want %s", headers, kw.Config, want)
+		}
+		if want := []string{"values", "messages-tuple", "updates", "custom"}; !reflect.DeepEqual(kw.StreamMode, want) {
+			t.Errorf("stream modes %q, want %q", kw.StreamMode, want)
 		}
 	}
 }

@@ -170,6 +170,9 @@ func nodeList(raw json.RawMessage, field string) ([]string, error) {
 
 // streamModeList reads stream_mode: one mode or a list; none is values.
 func streamModeList(raw json.RawMessage) ([]string, error) {
+	if list, ok := plainModeList(raw); ok {
+		return list, nil
+	}
 	var list []string
 	if len(raw) > 0 && string(raw) != "null" {
 		// Only a JSON string decodes as one mode: anything else is tried
@@ -192,6 +195,45 @@ func streamModeList(raw json.RawMessage) ([]string, error) {
 		list = []string{modeValues}
 	}
 	return list, nil
+}
+
+// plainModeList reads the usual stream_mode, a list of known modes
+// without escapes or spaces (as clients send it), without encoding/json;
+// its strings are the modes' own. ok is false for anything else, which
+// streamModeList reads in full.
+func plainModeList(raw json.RawMessage) (list []string, ok bool) {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return nil, false
+	}
+	body := raw[1 : len(raw)-1]
+	n := bytes.Count(body, []byte{','}) + 1
+	list = make([]string, 0, n)
+	for len(body) > 0 {
+		end := bytes.IndexByte(body, ',')
+		if end < 0 {
+			end = len(body)
+		}
+		item := body[:end]
+		if len(item) < 2 || item[0] != '"' || item[len(item)-1] != '"' {
+			return nil, false
+		}
+		i := slices.Index(streamModes, string(item[1:len(item)-1]))
+		if i < 0 {
+			return nil, false
+		}
+		list = append(list, streamModes[i])
+		if end == len(body) {
+			break
+		}
+		body = body[end+1:]
+		if len(body) == 0 {
+			return nil, false // a trailing comma
+		}
+	}
+	if len(list) == 0 {
+		return nil, false
+	}
+	return list, true
 }
 
 // The values a run request's enumerated fields take.
@@ -355,8 +397,9 @@ func (req *runRequest) buildKwargs(r *http.Request, temporary bool) (kw runKwarg
 	if len(kw.Context) == 0 {
 		kw.Context = json.RawMessage("{}")
 	}
-	cfg = map[string]json.RawMessage{}
-	if len(req.Config) > 0 && string(req.Config) != "null" {
+	noConfig := len(req.Config) == 0 || string(req.Config) == "null"
+	if !noConfig {
+		cfg = map[string]json.RawMessage{}
 		if err := json.Unmarshal(req.Config, &cfg); err != nil {
 			return fail(api.Invalid(api.TypeIssue("object", kindOf(req.Config), "config")))
 		}
@@ -372,10 +415,28 @@ func (req *runRequest) buildKwargs(r *http.Request, temporary bool) (kw runKwarg
 		if !(len(k) >= 2 && k[0]|0x20 == 'x' && k[1] == '-') && !strings.EqualFold(k, "user-agent") {
 			continue
 		}
-		k = strings.ToLower(k)
+		if k == "User-Agent" {
+			k = "user-agent" // as net/http spells it, lowered without a copy
+		} else {
+			k = strings.ToLower(k)
+		}
 		if (strings.HasPrefix(k, "x-") && k != "x-api-key" && k != "x-tenant-id" && k != "x-service-key") || k == "user-agent" {
 			configurable[k] = strings.Join(vs, ", ")
 		}
+	}
+	if noConfig {
+		// No config but the headers' values, all strings: encoded as
+		// json.Marshal encodes the config below, without its reflection.
+		if len(configurable) > 0 {
+			encoded = appendStringMap(nil, configurable)
+			b := make([]byte, 0, len(`{"configurable":}`)+len(encoded))
+			b = append(b, `{"configurable":`...)
+			b = append(b, encoded...)
+			kw.Config = append(b, '}')
+		} else {
+			kw.Config = json.RawMessage("{}")
+		}
+		return kw, nil, configurable, encoded, nil
 	}
 	if len(configurable) > 0 {
 		if encoded, err = json.Marshal(configurable); err != nil {
@@ -387,6 +448,27 @@ func (req *runRequest) buildKwargs(r *http.Request, temporary bool) (kw runKwarg
 		return fail(err)
 	}
 	return kw, cfg, configurable, encoded, nil
+}
+
+// appendStringMap appends m, whose values are all strings, as json.Marshal
+// encodes it: keys sorted, strings escaped as it escapes them.
+func appendStringMap(b []byte, m map[string]any) []byte {
+	var buf [8]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonx.AppendString(b, k, true)
+		b = append(b, ':')
+		b = jsonx.AppendString(b, m[k].(string), true)
+	}
+	return append(b, '}')
 }
 
 // headerConfig is the part of a run's config a thread keeps: the
