@@ -387,7 +387,7 @@ func writeErrorBody(w http.ResponseWriter, status int, out errorJSON) {
 		b = []byte(`{"error":{"code":9001,"name":"internal_error","category":"INTERNAL","message":"the error could not be encoded"}}`)
 		status = http.StatusInternalServerError
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = api.JSONType
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

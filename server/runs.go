@@ -244,11 +244,18 @@ func startSSE(w http.ResponseWriter) *sse {
 // held: a held stream flushes before it waits for events, so its headers
 // go with the events it found at once (a run's metadata at least) in one
 // write rather than in one of their own.
+// The headers of a stream's answer, shared as those in http.go are.
+var (
+	eventStreamHeader = []string{"text/event-stream"}
+	noStoreHeader     = []string{"no-store"}
+	noHeader          = []string{"no"}
+)
+
 func (s *sse) start(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"] = eventStreamHeader
+	h["Cache-Control"] = noStoreHeader
+	h["X-Accel-Buffering"] = noHeader
 	w.WriteHeader(http.StatusOK)
 	s.w, s.rc = w, http.NewResponseController(w)
 	// A stream lasts as long as its run: no write deadline.
@@ -627,7 +634,7 @@ func (s *Server) keptResult(ctx context.Context, runID string) ([]byte, bool) {
 }
 
 func writeRawJSON(w http.ResponseWriter, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = api.JSONType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }
