@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/weftlabs/weft/internal/jsonx"
 )
 
 // InputError is a run's JSON input (or a state update given as JSON) that
@@ -75,6 +78,17 @@ func (g *Graph) decodeObject(data []byte, allowed []string) (Update, error) {
 	if data[0] != '{' {
 		return Update{}, &InputError{Err: fmt.Errorf("want a JSON object of state keys (%s), got %s", strings.Join(allowed, ", "), jsonKind(data))}
 	}
+	if json.Valid(data) {
+		if u, ok, err := g.decodeValidObject(data, allowed); ok {
+			return u, err
+		}
+	}
+	return g.decodeObjectTokens(data, allowed)
+}
+
+// decodeObjectTokens is decodeObject for any data starting with '{', read
+// token by token.
+func (g *Graph) decodeObjectTokens(data []byte, allowed []string) (Update, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if _, err := dec.Token(); err != nil {
@@ -108,6 +122,65 @@ func (g *Graph) decodeObject(data []byte, allowed []string) (Update, error) {
 		return Update{}, &InputError{Err: err}
 	}
 	return u, nil
+}
+
+// decodeValidObject is decodeObject for data that holds one valid JSON
+// object (json.Valid), read without a json.Decoder's tokens and copies of
+// each value. ok is false when a key has escapes: then decodeObject reads
+// the object, as it does invalid JSON, with the errors it gives.
+func (g *Graph) decodeValidObject(data []byte, allowed []string) (u Update, ok bool, err error) {
+	u = Input()
+	i := skipSpace(data, 1)
+	for data[i] != '}' {
+		end := jsonx.ValueEnd(data, i)
+		kb := data[i+1 : end-1]
+		if bytes.IndexByte(kb, '\\') >= 0 || !utf8.Valid(kb) {
+			// A json.Decoder unescapes the key, and replaces bytes
+			// that are not UTF-8.
+			return Update{}, false, nil
+		}
+		i = skipSpace(data, skipSpace(data, end)+1) // past the colon
+		end = jsonx.ValueEnd(data, i)
+		raw := json.RawMessage(data[i:end:end])
+		i = skipSpace(data, end)
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		key := ""
+		for _, a := range allowed {
+			if string(kb) == a {
+				key = a
+				break
+			}
+		}
+		if key == "" {
+			return Update{}, true, &InputError{Key: string(kb), Err: fmt.Errorf("the graph has no such key; it takes %s", strings.Join(allowed, ", "))}
+		}
+		d, isDecoder := g.decls[key].(inputDecoder)
+		if !isDecoder {
+			return Update{}, true, &InputError{Key: key, Err: errors.New("the channel cannot be written from JSON")}
+		}
+		w, err := d.decodeInput(raw)
+		if err != nil {
+			return Update{}, true, &InputError{Key: key, Err: err}
+		}
+		u = u.And(w)
+	}
+	return u, true, nil
+}
+
+// skipSpace returns the index of the first byte at or after i in data
+// that is not JSON white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // jsonKind names the JSON type of a value, for errors.
@@ -196,7 +269,11 @@ func (c *MessagesChannel[M]) decodeInput(data json.RawMessage) (Update, error) {
 	var raws []json.RawMessage
 	switch data[0] {
 	case '[':
-		if err := json.Unmarshal(data, &raws); err != nil {
+		if json.Valid(data) {
+			// Split without copying the messages, as Unmarshal below
+			// would: they are decoded at once.
+			raws = splitValidArray(data)
+		} else if err := json.Unmarshal(data, &raws); err != nil {
 			return Update{}, err
 		}
 	case '{', '"':
@@ -222,4 +299,26 @@ func (c *MessagesChannel[M]) decodeInput(data json.RawMessage) (Update, error) {
 		msgs = append(msgs, m)
 	}
 	return c.Write(msgs...), nil
+}
+
+// splitValidArray returns the items of data, one valid JSON array, as
+// slices of it.
+func splitValidArray(data []byte) []json.RawMessage {
+	n := 0
+	for i := skipSpace(data, 1); data[i] != ']'; n++ {
+		i = skipSpace(data, jsonx.ValueEnd(data, i))
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	items := make([]json.RawMessage, 0, n)
+	for i := skipSpace(data, 1); data[i] != ']'; {
+		end := jsonx.ValueEnd(data, i)
+		items = append(items, data[i:end:end])
+		i = skipSpace(data, end)
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return items
 }
