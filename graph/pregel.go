@@ -192,6 +192,10 @@ type task struct {
 	// short).
 	claimed atomic.Bool
 	inline  bool
+	// pathOnce makes pathV, the task's path (path), once for all the
+	// messages the task streams, which may come from several goroutines.
+	pathOnce sync.Once
+	pathV    []any
 }
 
 // Interruption is a question a node asked a human with graph.Interrupt.

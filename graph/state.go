@@ -40,6 +40,8 @@ func (s State) Keys() []string {
 func (s State) Interrupts() []Interruption { return s.interrupts }
 
 // MarshalJSON renders the state as a JSON object keyed by channel name.
+// Its output is json.Marshal's (compact, HTML escaped), so that callers
+// may use it as json.Marshal(s) without the copy and check that adds.
 func (s State) MarshalJSON() ([]byte, error) {
 	if len(s.interrupts) == 0 {
 		return json.Marshal(s.values)

@@ -186,6 +186,7 @@ type MessageEvent struct {
 	// a Send) and Namespace its checkpoint namespace ("node:taskid", with
 	// its parents' before it inside a subgraph): LangGraph's
 	// langgraph_triggers, langgraph_path and langgraph_checkpoint_ns.
+	// The events of one task share Triggers and Path: read them only.
 	Triggers  []string `json:"langgraph_triggers,omitempty"`
 	Path      []any    `json:"langgraph_path,omitempty"`
 	Namespace string   `json:"langgraph_checkpoint_ns,omitempty"`

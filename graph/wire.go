@@ -47,10 +47,16 @@ func (t *task) messageEvent(msg any, step int) MessageEvent {
 	}
 }
 
-// path is LangGraph's task path: how the task came to be scheduled.
+// path is LangGraph's task path: how the task came to be scheduled. It is
+// made once per task and shared by the task's message events, which only
+// read it.
 func (t *task) path() []any {
-	if t.kind == pushTask {
-		return []any{"__pregel_push", t.idx}
-	}
-	return []any{"__pregel_pull", t.name}
+	t.pathOnce.Do(func() {
+		if t.kind == pushTask {
+			t.pathV = []any{"__pregel_push", t.idx}
+		} else {
+			t.pathV = []any{"__pregel_pull", t.name}
+		}
+	})
+	return t.pathV
 }

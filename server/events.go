@@ -95,8 +95,10 @@ func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) err
 		s, _ := ev.Values()
 		var data []byte
 		if e.want[modeValues] || (root && e.want[modeMessages]) {
+			// What json.Marshal(s) gives, without copying and checking
+			// it again: MarshalJSON's output is json.Marshal's already.
 			var err error
-			if data, err = json.Marshal(s); err != nil {
+			if data, err = s.MarshalJSON(); err != nil {
 				return err
 			}
 		}
@@ -187,7 +189,7 @@ func (e *encoder) finalValues() ([]byte, error) {
 		return e.lastValuesJSON, nil
 	}
 	var err error
-	e.lastValuesJSON, err = json.Marshal(*e.lastValues)
+	e.lastValuesJSON, err = e.lastValues.MarshalJSON() // as json.Marshal gives it
 	return e.lastValuesJSON, err
 }
 
