@@ -2,7 +2,6 @@ package records
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -22,9 +21,10 @@ import (
 
 // member is a member of a JSON object: its key (with neither escapes nor
 // bytes past ASCII, so its JSON text is the key) and its value's JSON
-// text, as it lies in the object.
+// text, both as they lie in the object: a run's creation merges three
+// objects, and a string per key was most of what merging them allocated.
 type member struct {
-	key string
+	key []byte
 	val []byte
 }
 
@@ -53,7 +53,7 @@ func members(obj []byte, out []member) ([]member, bool) {
 		i = skipSpace(obj, end+1) // at ':'
 		i = skipSpace(obj, i+1)
 		vend := jsonx.ValueEnd(obj, i)
-		out = append(out, member{key: string(obj[start:end]), val: obj[i:vend]})
+		out = append(out, member{key: obj[start:end], val: obj[i:vend]})
 		i = skipSpace(obj, vend)
 		if obj[i] == '}' {
 			return out, true
@@ -74,10 +74,13 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// configurableKey is the key of a config's configurable values.
+var configurableKey = []byte("configurable")
+
 // writeMembers writes ms as a JSON object in key order, the last of
 // several members with one key winning, as json.Marshal writes a map.
 func writeMembers(ms []member) []byte {
-	slices.SortStableFunc(ms, func(a, b member) int { return cmp.Compare(a.key, b.key) })
+	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 	n := 2
 	for _, m := range ms {
 		n += len(m.key) + len(m.val) + 4
@@ -86,14 +89,14 @@ func writeMembers(ms []member) []byte {
 	out = append(out, '{')
 	first := true
 	for i, m := range ms {
-		if i+1 < len(ms) && ms[i+1].key == m.key {
+		if i+1 < len(ms) && bytes.Equal(ms[i+1].key, m.key) {
 			continue
 		}
 		if !first {
 			out = append(out, ',')
 		}
 		first = false
-		out = jsonx.AppendString(out, m.key, true)
+		out = jsonx.AppendString(out, string(m.key), true)
 		out = append(out, ':')
 		out = appendCompact(out, m.val)
 	}
@@ -177,7 +180,7 @@ func mergeConfig(base, patch json.RawMessage) (json.RawMessage, error) {
 			// merged into the base's.
 			var bc, pc []byte
 			for i, m := range ms {
-				if m.key != "configurable" {
+				if string(m.key) != "configurable" {
 					continue
 				}
 				if i < n {
@@ -193,7 +196,7 @@ func mergeConfig(base, patch json.RawMessage) (json.RawMessage, error) {
 			if err != nil {
 				return nil, err
 			}
-			return writeMembers(append(ms, member{key: "configurable", val: merged})), nil
+			return writeMembers(append(ms, member{key: configurableKey, val: merged})), nil
 		}
 	}
 	return mergeConfigMaps(base, patch)
