@@ -186,7 +186,10 @@ type persister struct {
 	// wctx is the caller's context without its cancellation; it ends
 	// one grace window after the caller's context does.
 	wctx      context.Context
+	// stopAfter stops the AfterFunc that opens the grace window; window
+	// (under graceMu) is the timer that ends it, once opened.
 	stopAfter func() bool
+	window    *time.Timer
 	cancel    context.CancelCauseFunc
 	// caller is the caller's context; once it is done, the writes still
 	// due share a window of grace that ends at graceEnd (under graceMu),
@@ -206,8 +209,8 @@ type persister struct {
 	err   error
 
 	// serial bounds the writes of the background goroutine (async
-	// durability), which alone calls bounded then.
-	serial *serialBound
+	// durability, async set), which alone calls bounded then.
+	serial serialBound
 }
 
 type persistCall struct {
@@ -232,28 +235,18 @@ func newPersister(ctx context.Context, async bool, timeout time.Duration, batch 
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	p.wctx, p.cancel = wctx, cancel
 	if ctx.Done() != nil {
-		var window *time.Timer
-		stop := context.AfterFunc(ctx, func() {
+		p.stopAfter = context.AfterFunc(ctx, func() {
 			cause := fmt.Errorf("%w: the run was cancelled (%v) and its remaining checkpoint writes took longer than the %v they get after a cancel", ErrCheckpointerTimeout, context.Cause(ctx), p.grace)
 			end := p.graceDeadline()
 			p.graceMu.Lock()
-			window = time.AfterFunc(time.Until(end), func() { cancel(cause) })
+			p.window = time.AfterFunc(time.Until(end), func() { cancel(cause) })
 			p.graceMu.Unlock()
 		})
-		p.stopAfter = func() bool {
-			stop()
-			p.graceMu.Lock()
-			if window != nil {
-				window.Stop()
-			}
-			p.graceMu.Unlock()
-			return true
-		}
 	}
 	if async {
 		p.ch = make(chan persistCall, 64)
 		p.done = make(chan struct{})
-		p.serial = &serialBound{parent: wctx, d: timeout}
+		p.serial = serialBound{parent: wctx, d: timeout}
 		go func() {
 			defer close(p.done)
 			defer p.serial.close()
@@ -306,7 +299,7 @@ func (p *persister) bounded(op string, f func(context.Context) error) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
-	} else if p.serial != nil {
+	} else if p.async {
 		// Async durability: only the background goroutine makes writes.
 		return p.serial.call(op, f)
 	}
@@ -451,6 +444,11 @@ func (p *persister) close() error {
 		}
 		if p.stopAfter != nil {
 			p.stopAfter()
+			p.graceMu.Lock()
+			if p.window != nil {
+				p.window.Stop()
+			}
+			p.graceMu.Unlock()
 		}
 		p.cancel(context.Canceled)
 	}

@@ -124,7 +124,9 @@ func (b *memoryBroker) Open(runID string) error {
 	if _, ok := b.streams[runID]; ok {
 		return fmt.Errorf("server: the stream of run %s is open already", runID)
 	}
-	b.streams[runID] = &memStream{id: runID, wake: make(chan struct{})}
+	// Room for a short run's events at once, instead of growing the
+	// list through five sizes for the usual dozen.
+	b.streams[runID] = &memStream{id: runID, wake: make(chan struct{}), events: make([]Event, 0, 16)}
 	return nil
 }
 
