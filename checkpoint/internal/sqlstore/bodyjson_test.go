@@ -3,6 +3,9 @@ package sqlstore
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 )
 
@@ -50,4 +53,90 @@ func FuzzAppendBody(f *testing.F) {
 		}
 		sameAsMarshal(t, b)
 	})
+}
+
+// The refs column is written by hand as it was with fmt and json.Marshal:
+// stored rows and their readers see the same bytes.
+func TestEncodeRefsAsFormatted(t *testing.T) {
+	refs := map[string]ref{
+		"messages":        {V: 7, Kind: refLog, L: 3, N: 12},
+		"branch:to:a":     {V: -1, Kind: refEmpty},
+		"x<&>\u2028\"q\"": {V: 1 << 40, Kind: refBlob, O: "fork-<id>\"\\"},
+		"tag":             {V: 2, Kind: refValue, J: json.RawMessage(`{"a":[1,"<"]}`)},
+		"ééé":             {V: 0, Kind: refBlob},
+	}
+	var want []byte
+	want = append(want, '{')
+	for i, ch := range slices.Sorted(maps.Keys(refs)) {
+		if i > 0 {
+			want = append(want, ',')
+		}
+		name, _ := json.Marshal(ch)
+		want = append(append(want, name...), ':')
+		r := refs[ch]
+		switch r.Kind {
+		case refBlob:
+			o, _ := json.Marshal(r.O)
+			want = fmt.Appendf(want, "[%d,0,%s]", r.V, o)
+		case refEmpty:
+			want = fmt.Appendf(want, "[%d,1]", r.V)
+		case refValue:
+			want = fmt.Appendf(want, "[%d,2,%s]", r.V, r.J)
+		default:
+			want = fmt.Appendf(want, "[%d,3,%d,%d]", r.V, r.L, r.N)
+		}
+	}
+	want = append(want, '}')
+	if got := encodeRefs(refs); string(got) != string(want) {
+		t.Errorf("encodeRefs = %s\nwant %s", got, want)
+	}
+	if encodeRefs(nil) != nil {
+		t.Error("encodeRefs(nil) is not nil")
+	}
+}
+
+// A refs column read without encoding/json holds what json.Unmarshal
+// reads from it; columns it does not read that way are left to it.
+func TestDecodePlainRefsAsUnmarshal(t *testing.T) {
+	plain := []string{
+		`{}`, ` { } `, encodeRefsString(t),
+		`{"a":[1,1],"b":[-2,0,"o"],"c":[3,2,{"x":[1,2]}],"d":[4,3,5,6],"a":[9,1]}`,
+		`{ "a" : [ 1 , 3 , 2 , 0 ] , "é" : [ 0 , 2 , "s" ] }`,
+	}
+	other := []string{
+		`null`, `[]`, `{"a\u0062":[1,1]}`, `{"a":{"v":1,"o":"x"}}`, `{"a":[1]}`, `{"a":[1,1,2]}`, `{"a":[1,2]}`,
+		`{"a":[1,0]}`, `{"a":[1,0,"x",2]}`, `{"a":[1,3,2]}`, `{"a":[1,3,2,-1]}`, `{"a":[1.5,1]}`, `{"a":[1e3,1]}`,
+		`{"a":[1,4]}`, `{"a":[1,-1]}`, `{"a":[99999999999999999999,1]}`, `{"a":[1,0,"o\"q"]}`, "{\"a\":[1,0,\"\xff\"]}",
+		`{"a":[1,"1"]}`, `{"a":1}`,
+	}
+	for _, raw := range append(plain, other...) {
+		want := map[string]ref{}
+		wantErr := json.Unmarshal([]byte(raw), &want)
+		got, ok := decodePlainRefs([]byte(raw))
+		if !ok {
+			if slices.Contains(plain, raw) {
+				t.Errorf("%s: not read without encoding/json", raw)
+			}
+			continue
+		}
+		if slices.Contains(other, raw) {
+			t.Errorf("%s: read without encoding/json", raw)
+		}
+		if wantErr != nil {
+			t.Errorf("%s: read, but json.Unmarshal fails: %v", raw, wantErr)
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: got %v, want %v", raw, got, want)
+		}
+	}
+}
+
+// encodeRefsString is a refs column of every kind of entry.
+func encodeRefsString(t *testing.T) string {
+	t.Helper()
+	return string(encodeRefs(map[string]ref{
+		"messages": {V: 7, Kind: refLog, L: 3, N: 12}, "t": {V: 1, Kind: refEmpty},
+		"b": {V: 2, Kind: refBlob, O: "1ef-origin"}, "v": {V: 3, Kind: refValue, J: json.RawMessage(`"<&>"`)},
+	}))
 }

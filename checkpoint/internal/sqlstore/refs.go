@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/weftlabs/weft/internal/jsonx"
 )
 
 // A checkpoint row's refs column says, per channel, where the channel's
@@ -46,16 +48,24 @@ type ref struct {
 // [V, 2, J] or [V, 3, L, N]. J goes in as it is, byte for byte, so the
 // value reads back exactly as written.
 func (r ref) appendJSON(b []byte) []byte {
+	b = append(b, '[')
+	b = strconv.AppendInt(b, r.V, 10)
 	switch r.Kind {
 	case refBlob:
-		o, _ := json.Marshal(r.O)
-		return fmt.Appendf(b, "[%d,0,%s]", r.V, o)
+		b = append(b, ",0,"...)
+		b = jsonx.AppendString(b, r.O, true)
 	case refEmpty:
-		return fmt.Appendf(b, "[%d,1]", r.V)
+		b = append(b, ",1"...)
 	case refValue:
-		return fmt.Appendf(b, "[%d,2,%s]", r.V, r.J)
+		b = append(b, ",2,"...)
+		b = append(b, r.J...)
+	default:
+		b = append(b, ",3,"...)
+		b = strconv.AppendInt(b, r.L, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, r.N, 10)
 	}
-	return fmt.Appendf(b, "[%d,3,%d,%d]", r.V, r.L, r.N)
+	return append(b, ']')
 }
 
 // encodeRefs writes a refs column: nil for no entries.
@@ -63,13 +73,18 @@ func encodeRefs(refs map[string]ref) []byte {
 	if len(refs) == 0 {
 		return nil
 	}
-	b := []byte{'{'}
-	for i, ch := range slices.Sorted(maps.Keys(refs)) {
+	var buf [32]string
+	n := 2
+	for ch, r := range refs {
+		n += len(ch) + len(r.O) + len(r.J) + 32
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, ch := range sortedNames(buf[:0], refs) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		name, _ := json.Marshal(ch)
-		b = append(b, name...)
+		b = jsonx.AppendString(b, ch, true)
 		b = append(b, ':')
 		b = refs[ch].appendJSON(b)
 	}
@@ -136,12 +151,139 @@ func (r *ref) UnmarshalJSON(b []byte) error {
 
 // decodeRefs reads a refs column; an empty one has no entries.
 func decodeRefs(thread, ns, cpID string, raw []byte) (map[string]ref, error) {
-	refs := map[string]ref{}
 	if len(raw) == 0 {
+		return map[string]ref{}, nil
+	}
+	if refs, ok := decodePlainRefs(raw); ok {
 		return refs, nil
 	}
+	refs := map[string]ref{}
 	if err := json.Unmarshal(raw, &refs); err != nil {
 		return nil, corrupt(thread, ns, cpID, "blob references", err)
 	}
 	return refs, nil
+}
+
+// decodePlainRefs reads a refs column as encodeRefs writes it, without
+// encoding/json: a checkpoint write reads its parent's entries, and
+// decoding them through json.Unmarshal, an entry's parts and each part
+// again made tens of allocations a write. ok is false for anything else
+// (an escape in a name, the object form of old schema versions, a number
+// that is not a plain integer, an entry UnmarshalJSON would refuse):
+// decodeRefs reads that with encoding/json, and gives its errors.
+func decodePlainRefs(raw []byte) (refs map[string]ref, ok bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
+		return nil, false
+	}
+	refs = make(map[string]ref, bytes.Count(raw, []byte{'['}))
+	i = skipSpace(raw, i+1)
+	for raw[i] != '}' {
+		name, end, ok := plainString(raw, i)
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		end = jsonx.ValueEnd(raw, i)
+		r, ok := plainRef(raw[i:end])
+		if !ok {
+			return nil, false
+		}
+		refs[name] = r
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return refs, true
+}
+
+// plainRef reads an entry in its array form, in valid JSON, as
+// UnmarshalJSON does; ok is false when it is not plain (see
+// decodePlainRefs) or UnmarshalJSON would refuse it.
+func plainRef(b []byte) (r ref, ok bool) {
+	if b[0] != '[' {
+		return ref{}, false
+	}
+	i := skipSpace(b, 1)
+	if r.V, i, ok = plainInt(b, i); !ok {
+		return ref{}, false
+	}
+	var kind int64
+	if kind, i, ok = plainInt(b, i); !ok || kind < 0 || kind >= refKinds {
+		return ref{}, false
+	}
+	r.Kind = int(kind)
+	switch r.Kind {
+	case refBlob:
+		var end int
+		if r.O, end, ok = plainString(b, i); !ok {
+			return ref{}, false
+		}
+		i = skipSpace(b, end)
+	case refValue:
+		if b[i] == ']' {
+			return ref{}, false // no value: too few parts
+		}
+		end := jsonx.ValueEnd(b, i)
+		r.J = bytes.Clone(b[i:end])
+		i = skipSpace(b, end)
+	case refLog:
+		if r.L, i, ok = plainInt(b, i); !ok {
+			return ref{}, false
+		}
+		if r.N, i, ok = plainInt(b, i); !ok || r.N < 0 {
+			return ref{}, false
+		}
+	}
+	// After the last part: the closing bracket, and nothing but it.
+	return r, b[i] == ']' && i == len(b)-1
+}
+
+// plainInt reads the integer at b[i] (digits with an optional minus, as
+// json.Unmarshal takes into an int64) and the comma after it, if any.
+// It returns where the next part starts, or the closing bracket is.
+func plainInt(b []byte, i int) (n int64, next int, ok bool) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(string(b[start:i]), 10, 64)
+	if err != nil || i == start {
+		return 0, 0, false
+	}
+	i = skipSpace(b, i)
+	if b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	return n, i, true
+}
+
+// plainString reads the string at b[i], which has no escapes and is
+// UTF-8 (as json.Unmarshal would give it), and returns where it ends.
+func plainString(b []byte, i int) (s string, end int, ok bool) {
+	if b[i] != '"' {
+		return "", 0, false
+	}
+	end = jsonx.ValueEnd(b, i)
+	body := b[i+1 : end-1]
+	if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
+		return "", 0, false
+	}
+	return string(body), end, true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
 }
