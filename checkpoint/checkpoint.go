@@ -473,8 +473,16 @@ func (c *Checkpoint) Clone() *Checkpoint {
 	if c == nil {
 		return nil
 	}
-	out := *c
+	out := c.cloneWithoutValues()
 	out.Values = maps.Clone(c.Values)
+	return out
+}
+
+// cloneWithoutValues is Clone with no Values, which the memory driver
+// keeps apart: without copying them first.
+func (c *Checkpoint) cloneWithoutValues() *Checkpoint {
+	out := *c
+	out.Values = nil
 	out.Versions = maps.Clone(c.Versions)
 	out.VersionsSeen = make(map[string]map[string]int64, len(c.VersionsSeen))
 	for k, v := range c.VersionsSeen {

@@ -224,11 +224,18 @@ func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta
 	}
 	// Blob origins are inherited from the parent, and kept from an earlier
 	// Put of the same checkpoint id, for unchanged versions.
-	refs := map[string]string{}
+	// Made when the first entry is: most checkpoints have none.
+	var refs map[string]string
+	setRef := func(ch, o string) {
+		if refs == nil {
+			refs = map[string]string{}
+		}
+		refs[ch] = o
+	}
 	inherit := func(c *memCheckpoint) {
 		for ch, o := range c.refs {
 			if c.cp.Versions[ch] == cp.Versions[ch] {
-				refs[ch] = o
+				setRef(ch, o)
 			}
 		}
 	}
@@ -243,15 +250,14 @@ func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta
 		delete(refs, b.Channel)
 		if old, ok := t.blobs[k]; ok && !bytes.Equal(old, vals[i]) {
 			k.origin = cp.ID
-			refs[b.Channel] = cp.ID
+			setRef(b.Channel, cp.ID)
 		}
 		t.blobs[k] = vals[i]
 	}
 	if len(refs) == 0 {
 		refs = nil
 	}
-	stored := cp.Clone()
-	stored.Values = nil
+	stored := cp.cloneWithoutValues()
 	c := &memCheckpoint{cp: stored, meta: cloneMeta(meta), parent: cfg.CheckpointID, refs: refs}
 	i, found := slices.BinarySearchFunc(list, cp.ID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
 	if found {
