@@ -162,3 +162,20 @@ func TestJSONObjectIsMapDecoding(t *testing.T) {
 		}
 	}
 }
+
+// A run's recursion limit is what decoding its config gives, whether or
+// not the config is decoded.
+func TestRecursionConfigAsUnmarshal(t *testing.T) {
+	for _, c := range []string{
+		``, `null`, `[1]`, `{}`, `{"configurable":{"user-agent":"a"}}`, `{"recursion_limit":5}`, `{"RECURSION_Limit":6}`,
+		`{"recursion\u005flimit":7}`, `{"recurſion_limit":8}`, `{"configurable":{"x":"recursion_limit"}}`, `{"recursion_limit":"x"}`,
+		`{"recursion_limit":5`, `{"a":1,"Recursion_limit":9}`,
+	} {
+		var want runConfig
+		wantOK := json.Unmarshal([]byte(c), &want) == nil
+		got, ok := runKwargs{Config: json.RawMessage(c)}.recursionConfig()
+		if wantOK && (!ok || got != want) || !wantOK && ok && got.RecursionLimit > 0 {
+			t.Errorf("config %s: %+v, %v; want %+v, %v", c, got, ok, want, wantOK)
+		}
+	}
+}

@@ -596,8 +596,7 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 	if lr.kw.Durability != "" {
 		opts.Durability = graph.Durability(lr.kw.Durability)
 	}
-	var cfg runConfig
-	if json.Unmarshal(lr.kw.Config, &cfg) == nil && cfg.RecursionLimit > 0 {
+	if cfg, ok := lr.kw.recursionConfig(); ok && cfg.RecursionLimit > 0 {
 		opts.RecursionLimit = cfg.RecursionLimit
 	}
 	emit := func(name string, data []byte) error {

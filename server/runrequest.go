@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -84,6 +85,33 @@ func decodeKwargs(raw []byte) (runKwargs, error) {
 // runConfig is the part of a run's config the server reads.
 type runConfig struct {
 	RecursionLimit int `json:"recursion_limit"`
+}
+
+// recursionConfig decodes the run's config as a runConfig; ok is false
+// when it does not decode. A config that cannot name recursion_limit (no
+// escape, no byte past ASCII, which encoding/json's case folding could
+// match, and no ASCII spelling of the name in any case) is not decoded:
+// most configs hold only configurable values.
+func (kw runKwargs) recursionConfig() (cfg runConfig, ok bool) {
+	if json.Valid(kw.Config) && !mayName(kw.Config, "recursion_limit") {
+		return cfg, true
+	}
+	return cfg, json.Unmarshal(kw.Config, &cfg) == nil
+}
+
+// mayName reports whether JSON text b may hold a key that encoding/json
+// takes as the field name (lower case ASCII): b has an escape, a byte
+// past ASCII, or name in any case.
+func mayName(b []byte, name string) bool {
+	for i, c := range b {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+		if c|0x20 == name[0] && len(b)-i >= len(name) && bytes.EqualFold(b[i:i+len(name)], []byte(name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Configurable keys the server sets for a run's nodes, as LangGraph's
