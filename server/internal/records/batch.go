@@ -200,8 +200,11 @@ func (b *batcher) together(ops []*writeOp) (errs []error, spoilt int, err error)
 	defer cancel()
 	errs, spoilt = make([]error, len(ops)), -1
 	err = b.db.Write(ctx, func(tx Tx) error {
+		// One watch for the writes in turn: each is done with it when
+		// its fn returns.
+		t := &watchedTx{tx: tx}
 		for i, op := range ops {
-			t := &watchedTx{tx: tx}
+			t.changed = false
 			if errs[i] = op.fn(t); errs[i] != nil && t.changed {
 				spoilt = i
 				return errSpoilt
