@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -13,6 +12,23 @@ import (
 // reflection over the two maps, which a checkpoint write paid for on
 // every Put.
 func appendBody(dst []byte, b body) ([]byte, error) {
+	// Room for it all at once, not grown append by append.
+	n := 64
+	for k := range b.CV {
+		n += len(k) + 24
+	}
+	for k, m := range b.VS {
+		n += len(k) + 8
+		for c := range m {
+			n += len(c) + 24
+		}
+	}
+	if b.UC != nil {
+		for _, c := range *b.UC {
+			n += len(c) + 4
+		}
+	}
+	dst = slices.Grow(dst, n)
 	dst = append(dst, `{"v":`...)
 	dst = strconv.AppendInt(dst, int64(b.V), 10)
 	dst = append(dst, `,"cv":`...)
@@ -35,11 +51,19 @@ func appendBody(dst []byte, b body) ([]byte, error) {
 	}
 	if b.UC != nil {
 		dst = append(dst, `,"uc":`...)
-		uc, err := json.Marshal(*b.UC)
-		if err != nil {
-			return nil, err
+		// As json.Marshal writes a []string.
+		if *b.UC == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = append(dst, '[')
+			for i, c := range *b.UC {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = jsonx.AppendString(dst, c, true)
+			}
+			dst = append(dst, ']')
 		}
-		dst = append(dst, uc...)
 	}
 	return append(dst, '}'), nil
 }

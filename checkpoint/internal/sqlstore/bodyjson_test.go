@@ -14,6 +14,7 @@ import (
 func TestAppendBodyIsJSONMarshal(t *testing.T) {
 	uc := []string{"messages", "a<b"}
 	empty := []string{}
+	var none []string
 	cases := []body{
 		{},
 		{V: 4, CV: map[string]int64{}, VS: map[string]map[string]int64{}},
@@ -21,6 +22,7 @@ func TestAppendBodyIsJSONMarshal(t *testing.T) {
 			"echo": {"branch:to:echo": 2}, "__input__": {}, "n": nil,
 		}, UC: &uc},
 		{V: 1, CV: map[string]int64{"é": -1, "a\"b": 1 << 62, "<&>": 0, "\u2028": 5, "tab\t": 7}, UC: &empty},
+		{V: 2, UC: &none},
 	}
 	for _, b := range cases {
 		sameAsMarshal(t, b)
