@@ -113,6 +113,10 @@ type checkpointCursor struct {
 	// pending are the current checkpoint's pending writes.
 	pending []checkpoint.PendingWrite
 	persist *persister
+	// enc encodes a save's channel values: zeroed for each save (its
+	// caches hold what one save's values share), kept here rather than
+	// allocated each time.
+	enc valueEncoder
 }
 
 // streamSink is where a run's events go.
@@ -759,7 +763,8 @@ func (r *run) save() error {
 		cp.VersionsSeen[k] = maps.Clone(v)
 	}
 	var blobs []checkpoint.Blob
-	enc := &valueEncoder{}
+	r.enc = valueEncoder{}
+	enc := &r.enc
 	// The graph's channels are those with slots: a version of another
 	// channel (restored from a checkpoint of an older graph) has no value
 	// to save.
