@@ -10,6 +10,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,11 +228,22 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) er
 	if limit <= 0 {
 		limit = BodyLimit(r.Context())
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		return err
+	var body []byte
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// The server's reader of a body with a Content-Length ends
+		// after it: read it into one buffer of that size, instead of
+		// one grown as it is read.
+		body = make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+			return err
+		}
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
 	return Decode(body, dst)
