@@ -1,9 +1,12 @@
 package sqlstore
 
 import (
+	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 
+	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/internal/jsonx"
 )
 
@@ -96,4 +99,119 @@ func sortedNames[V any](names []string, m map[string]V) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// marshalMeta returns json.Marshal(meta): by hand for the values run
+// metadata holds (strings, integers, floats, booleans, null, and maps and
+// lists of them), through json.Marshal for anything else. A checkpoint
+// write encoded its metadata with json.Marshal's reflection over its map
+// of extras, about fifteen allocations each.
+func marshalMeta(meta checkpoint.Metadata) ([]byte, error) {
+	n := 64 + len(meta.Source)
+	for k, v := range meta.Parents {
+		n += len(k) + len(v) + 6
+	}
+	n += 32 * len(meta.Extra)
+	b := make([]byte, 0, n)
+	b = append(b, `{"source":`...)
+	b = jsonx.AppendString(b, meta.Source, true)
+	b = append(b, `,"step":`...)
+	b = strconv.AppendInt(b, int64(meta.Step), 10)
+	if len(meta.Parents) > 0 {
+		var buf [8]string
+		b = append(b, `,"parents":{`...)
+		for i, k := range sortedNames(buf[:0], meta.Parents) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonx.AppendString(b, k, true)
+			b = append(b, ':')
+			b = jsonx.AppendString(b, meta.Parents[k], true)
+		}
+		b = append(b, '}')
+	}
+	if len(meta.Extra) > 0 {
+		b = append(b, `,"extra":`...)
+		var ok bool
+		if b, ok = appendPlain(b, meta.Extra, 0); !ok {
+			return json.Marshal(meta)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendPlain appends v as json.Marshal writes it, when v is made of the
+// values marshalMeta writes by hand; ok is false otherwise (b is then
+// unusable). depth bounds the nesting it follows.
+func appendPlain(b []byte, v any, depth int) (_ []byte, ok bool) {
+	if depth > 32 {
+		return b, false
+	}
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return jsonx.AppendString(b, v, true), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case float64:
+		return appendFloat(b, v)
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		var buf [16]string
+		b = append(b, '{')
+		for i, k := range sortedNames(buf[:0], v) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonx.AppendString(b, k, true)
+			b = append(b, ':')
+			if b, ok = appendPlain(b, v[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	case []any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendPlain(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	return b, false
+}
+
+// appendFloat appends f as json.Marshal writes a float64; ok is false for
+// the values it refuses (NaN, infinities).
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 as e-9, as json.Marshal writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"testing"
+
+	"github.com/weftlabs/weft/checkpoint"
 )
 
 // appendBody writes the bytes json.Marshal writes, for names that need
@@ -141,4 +144,48 @@ func encodeRefsString(t *testing.T) string {
 		"messages": {V: 7, Kind: refLog, L: 3, N: 12}, "t": {V: 1, Kind: refEmpty},
 		"b": {V: 2, Kind: refBlob, O: "1ef-origin"}, "v": {V: 3, Kind: refValue, J: json.RawMessage(`"<&>"`)},
 	}))
+}
+
+// A checkpoint's metadata is written as json.Marshal writes it, by hand
+// or through it.
+func TestMarshalMetaIsJSONMarshal(t *testing.T) {
+	metas := []checkpoint.Metadata{
+		{},
+		{Source: "loop", Step: -1},
+		{Source: "input", Step: 3, Parents: map[string]string{"": "1ef", "a<b": "\u2028"}},
+		{Source: "loop", Step: 2, Extra: map[string]any{
+			"run_id": "r", "run_attempt": 1, "graph_id": "echo", "n": int64(-7), "ok": true, "none": nil,
+			"f": 0.1, "big": 1e21, "small": 1e-7, "neg": math.Copysign(0, -1), "int": 123456789.0, "e": 1.5e-300,
+			"nested": map[string]any{"b": []any{1.0, "x<&>", false, nil, map[string]any{}}, "a": []any{}},
+			"nilmap": map[string]any(nil), "nillist": []any(nil), "x\xff": "\xfe",
+		}},
+		{Source: "update", Extra: map[string]any{"other": int32(5), "s": []string{"a"}}},
+		{Source: "update", Extra: map[string]any{"num": json.Number("12.50")}},
+	}
+	for _, m := range metas {
+		want, werr := json.Marshal(m)
+		got, err := marshalMeta(m)
+		if (err == nil) != (werr == nil) || string(got) != string(want) {
+			t.Errorf("marshalMeta(%v) = %s, %v\nwant %s, %v", m, got, err, want, werr)
+		}
+	}
+	if _, err := marshalMeta(checkpoint.Metadata{Extra: map[string]any{"nan": math.NaN()}}); err == nil {
+		t.Error("marshalMeta took NaN, which json.Marshal refuses")
+	}
+}
+
+func FuzzMarshalMeta(f *testing.F) {
+	f.Add("loop", 3, "k", "v<", 1.25, int64(7))
+	f.Add("\xff", -1, "\u2028", "", 1e-9, int64(-1))
+	f.Fuzz(func(t *testing.T, source string, step int, k, v string, x float64, n int64) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return
+		}
+		m := checkpoint.Metadata{Source: source, Step: step, Parents: map[string]string{k: v},
+			Extra: map[string]any{k: v, "x": x, "n": n, "l": []any{x, v, map[string]any{v: n}}}}
+		want, _ := json.Marshal(m)
+		if got, err := marshalMeta(m); err != nil || string(got) != string(want) {
+			t.Errorf("marshalMeta = %s, %v\nwant %s", got, err, want)
+		}
+	})
 }

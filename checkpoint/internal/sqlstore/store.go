@@ -127,7 +127,7 @@ func (s *Store) Put(ctx context.Context, cfg checkpoint.Config, cp *checkpoint.C
 	if err != nil {
 		return checkpoint.Config{}, fmt.Errorf("%w: checkpoint %q: %v", checkpoint.ErrInvalid, cp.ID, err)
 	}
-	metaJSON, err := json.Marshal(meta)
+	metaJSON, err := marshalMeta(meta)
 	if err != nil {
 		return checkpoint.Config{}, fmt.Errorf("%w: metadata of checkpoint %q cannot be encoded as JSON: %v", checkpoint.ErrInvalid, cp.ID, err)
 	}
