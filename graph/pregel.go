@@ -614,7 +614,8 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 		}
 	}
 	next := r.maxVer + 1
-	var updated []string
+	// Room for every channel: one allocation a step, not one per growth.
+	updated := make([]string, 0, len(r.g.channels))
 	bumped := false
 	bump := func(ch string) {
 		r.versions[ch] = next
@@ -640,23 +641,35 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 			}
 		}
 	}
-	// Group writes by channel, keeping task order.
+	// Group writes by channel, keeping task order: the channels in the
+	// order first written, and each one's values, in task order, in one
+	// list (a step writes a few channels: a map of lists cost a list per
+	// channel, and the map).
 	var order []string
-	byCh := map[string][]any{}
+	nw := 0
 	for _, t := range sorted {
 		for _, w := range t.writes {
-			if _, ok := byCh[w.ch]; !ok {
+			if !slices.Contains(order, w.ch) {
 				order = append(order, w.ch)
 			}
-			byCh[w.ch] = append(byCh[w.ch], w.v)
+			nw++
 		}
 	}
+	vals := make([]any, 0, nw)
 	for _, ch := range order {
+		start := len(vals)
+		for _, t := range sorted {
+			for _, w := range t.writes {
+				if w.ch == ch {
+					vals = append(vals, w.v)
+				}
+			}
+		}
 		s, ok := r.slots[ch]
 		if !ok {
 			continue
 		}
-		changed, err := s.update(ch, byCh[ch])
+		changed, err := s.update(ch, vals[start:len(vals):len(vals)])
 		if err != nil {
 			return err
 		}
@@ -674,7 +687,7 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 			prev = r.updated
 		}
 		for _, ch := range prev {
-			if _, written := byCh[ch]; written {
+			if slices.Contains(order, ch) { // written in this step
 				continue
 			}
 			if s, ok := r.slots[ch]; ok {
@@ -698,6 +711,9 @@ func (r *run) apply(tasks []*task, bumpStep bool) error {
 		r.maxVer = next
 	}
 	sort.Strings(updated)
+	if len(updated) == 0 {
+		updated = nil // none, as before the room was made
+	}
 	r.updated = updated
 	r.updatedAll = false
 	r.snapshot, r.snapshotOK = State{}, false
