@@ -154,7 +154,7 @@ func (r *Run) taskEnded(tr graph.TaskResult) {
 }
 
 func (r *Run) endTask(ts *taskSpan, status string, now time.Time) {
-	ts.span.End(trace.WithTimestamp(now))
+	endSpan(ts.span, now)
 	r.t.m.nodeDuration.WithLabelValues(r.info.GraphID, ts.node, status).Observe(now.Sub(ts.start).Seconds())
 }
 
@@ -184,7 +184,7 @@ func (r *Run) End(status string, err error) {
 		r.span.SetStatus(codes.Error, err.Error())
 		r.span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
 	}
-	r.span.End(trace.WithTimestamp(now))
+	endSpan(r.span, now)
 	m := r.t.m
 	m.runsActive.Dec()
 	m.runs.WithLabelValues(r.info.GraphID, status).Inc()
@@ -267,4 +267,15 @@ func (t *Telemetry) toolTrace() *tool.Trace {
 			span.End()
 		},
 	}
+}
+
+// endSpan ends span at now. A span that records nothing (no traces are
+// exported) is ended without the timestamp option, which it would ignore
+// and which costs allocations on every run.
+func endSpan(span trace.Span, now time.Time) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	span.End(trace.WithTimestamp(now))
 }
