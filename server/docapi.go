@@ -319,7 +319,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := req.SessionID
 	if id == "" {
-		id = uuid.NewString()
+		id = newThreadID()
 	} else if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return invalidField("session_id", "want a UUID, got %q", id)
 	}

@@ -201,7 +201,7 @@ func (s *Server) startDocRun(r *http.Request, spec docRun) (*liveRun, error) {
 		req.Command = &commandJSON{Resume: spec.resume}
 	}
 	if id == "" {
-		id = uuid.NewString()
+		id = newThreadID()
 		req.IfNotExists = "create"
 	}
 	return s.newRun(r, &req, id)

@@ -131,7 +131,7 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 		CreateThread: stateless || req.IfNotExists == "create",
 	}
 	if stateless {
-		nr.Run.ThreadID = uuid.NewString()
+		nr.Run.ThreadID = newThreadID()
 	}
 	for try := 1; ; try++ {
 		nr.Run.AssistantID, nr.GraphID, nr.AssistantMetadata, nr.Assistant = a.ID, a.GraphID, a.Metadata, a.Stamp()

@@ -41,7 +41,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 		return enumIssue("if_exists", req.IfExists, "raise", "do_nothing")
 	}
 	if req.ThreadID == "" {
-		req.ThreadID = uuid.NewString()
+		req.ThreadID = newThreadID()
 	} else if _, err := uuid.Parse(req.ThreadID); err != nil || len(req.ThreadID) != 36 {
 		return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"thread_id"}, Message: "Invalid uuid"})
 	}
@@ -144,7 +144,7 @@ func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id := uuid.NewString()
+	id := newThreadID()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(from.Metadata, &m); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
 
 	"github.com/weftlabs/weft/server"
 )
@@ -286,4 +287,25 @@ func TestCopyThread(t *testing.T) {
 	// The copy runs on.
 	s.must(200, "POST", "/threads/"+nid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("again")})
 	s.must(404, "POST", "/threads/00000000-0000-4000-8000-000000000000/copy", nil)
+}
+
+// TestThreadIDsAreTimeOrdered checks that the threads the server names
+// (POST /threads without an id, a copy) get version 7 UUIDs that grow
+// with time: their rows then sit together in the tables' indexes.
+func TestThreadIDsAreTimeOrdered(t *testing.T) {
+	s := newServer(t, server.Options{})
+	var made []string
+	for range 3 {
+		made = append(made, s.newThread())
+	}
+	made = append(made, s.must(200, "POST", "/threads/"+made[0]+"/copy", nil).obj(t)["thread_id"].(string))
+	for i, id := range made {
+		u, err := uuid.Parse(id)
+		if err != nil || u.Version() != 7 {
+			t.Errorf("thread id %q: version %v (err %v), want a version 7 UUID", id, u.Version(), err)
+		}
+		if i > 0 && id <= made[i-1] {
+			t.Errorf("thread id %q made after %q sorts before it", id, made[i-1])
+		}
+	}
 }
