@@ -134,28 +134,20 @@ func (m Message) JSONSizeHint() int {
 // already canonical as it is, since json.Marshal of such a RawMessage
 // returns its bytes unchanged.
 func appendKwargs(b []byte, kw map[string]json.RawMessage) ([]byte, error) {
-	keys := make([]string, 0, len(kw))
-	for k := range kw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
+	b, err := jsonx.AppendObject(b, kw, func(b []byte, k string, v json.RawMessage) ([]byte, error) {
+		if jsonx.Canonical(v) {
+			return append(b, v...), nil
 		}
-		b = jsonx.AppendString(b, k, true)
-		b = append(b, ':')
-		if v := kw[k]; jsonx.Canonical(v) {
-			b = append(b, v...)
-			continue
-		}
-		var err error
-		if b, err = appendMarshal(b, kw[k]); err != nil {
+		b, err := appendMarshal(b, v)
+		if err != nil {
 			return nil, fmt.Errorf("additional_kwargs %q: %w", k, err)
 		}
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return append(b, '}'), nil
+	return b, nil
 }
 
 // appendMarshal appends json.Marshal(v) to b.

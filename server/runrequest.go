@@ -481,22 +481,10 @@ func (req *runRequest) buildKwargs(r *http.Request, temporary bool) (kw runKwarg
 // appendStringMap appends m, whose values are all strings, as json.Marshal
 // encodes it: keys sorted, strings escaped as it escapes them.
 func appendStringMap(b []byte, m map[string]any) []byte {
-	var buf [8]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonx.AppendString(b, k, true)
-		b = append(b, ':')
-		b = jsonx.AppendString(b, m[k].(string), true)
-	}
-	return append(b, '}')
+	b, _ = jsonx.AppendObject(b, m, func(b []byte, _ string, v any) ([]byte, error) {
+		return jsonx.AppendString(b, v.(string), true), nil
+	})
+	return b
 }
 
 // headerConfig is the part of a run's config a thread keeps: the

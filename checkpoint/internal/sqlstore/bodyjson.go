@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -40,17 +41,9 @@ func appendBody(dst []byte, b body) ([]byte, error) {
 	if b.VS == nil {
 		dst = append(dst, "null"...)
 	} else {
-		var buf [32]string
-		dst = append(dst, '{')
-		for i, k := range sortedNames(buf[:0], b.VS) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonx.AppendString(dst, k, true)
-			dst = append(dst, ':')
-			dst = appendVersions(dst, b.VS[k])
-		}
-		dst = append(dst, '}')
+		dst, _ = jsonx.AppendObject(dst, b.VS, func(dst []byte, _ string, m map[string]int64) ([]byte, error) {
+			return appendVersions(dst, m), nil
+		})
 	}
 	if b.UC != nil {
 		dst = append(dst, `,"uc":`...)
@@ -76,29 +69,10 @@ func appendVersions(dst []byte, m map[string]int64) []byte {
 	if m == nil {
 		return append(dst, "null"...)
 	}
-	var buf [32]string
-	dst = append(dst, '{')
-	for i, k := range sortedNames(buf[:0], m) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = jsonx.AppendString(dst, k, true)
-		dst = append(dst, ':')
-		dst = strconv.AppendInt(dst, m[k], 10)
-	}
-	return append(dst, '}')
-}
-
-// sortedNames appends the keys of m to names, sorted: with names a
-// buffer on the caller's stack, a checkpoint's few channel names are
-// sorted without an allocation, where slices.Sorted(maps.Keys(m)) made
-// several for each map of every checkpoint written.
-func sortedNames[V any](names []string, m map[string]V) []string {
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
+	dst, _ = jsonx.AppendObject(dst, m, func(dst []byte, _ string, v int64) ([]byte, error) {
+		return strconv.AppendInt(dst, v, 10), nil
+	})
+	return dst
 }
 
 // marshalMeta returns json.Marshal(meta): by hand for the values run
@@ -118,17 +92,10 @@ func marshalMeta(meta checkpoint.Metadata) ([]byte, error) {
 	b = append(b, `,"step":`...)
 	b = strconv.AppendInt(b, int64(meta.Step), 10)
 	if len(meta.Parents) > 0 {
-		var buf [8]string
-		b = append(b, `,"parents":{`...)
-		for i, k := range sortedNames(buf[:0], meta.Parents) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonx.AppendString(b, k, true)
-			b = append(b, ':')
-			b = jsonx.AppendString(b, meta.Parents[k], true)
-		}
-		b = append(b, '}')
+		b = append(b, `,"parents":`...)
+		b, _ = jsonx.AppendObject(b, meta.Parents, func(b []byte, _ string, v string) ([]byte, error) {
+			return jsonx.AppendString(b, v, true), nil
+		})
 	}
 	if len(meta.Extra) > 0 {
 		b = append(b, `,"extra":`...)
@@ -164,19 +131,13 @@ func appendPlain(b []byte, v any, depth int) (_ []byte, ok bool) {
 		if v == nil {
 			return append(b, "null"...), true
 		}
-		var buf [16]string
-		b = append(b, '{')
-		for i, k := range sortedNames(buf[:0], v) {
-			if i > 0 {
-				b = append(b, ',')
+		b, err := jsonx.AppendObject(b, v, func(b []byte, _ string, e any) ([]byte, error) {
+			if b, ok = appendPlain(b, e, depth+1); !ok {
+				return b, errNotPlain
 			}
-			b = jsonx.AppendString(b, k, true)
-			b = append(b, ':')
-			if b, ok = appendPlain(b, v[k], depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
+			return b, nil
+		})
+		return b, err == nil
 	case []any:
 		if v == nil {
 			return append(b, "null"...), true
@@ -194,6 +155,10 @@ func appendPlain(b []byte, v any, depth int) (_ []byte, ok bool) {
 	}
 	return b, false
 }
+
+// errNotPlain stops appendPlain's walk of a map at a value it does not
+// write itself.
+var errNotPlain = errors.New("sqlstore: not a plain JSON value")
 
 // appendFloat appends f as json.Marshal writes a float64; ok is false for
 // the values it refuses (NaN, infinities).

@@ -73,22 +73,15 @@ func encodeRefs(refs map[string]ref) []byte {
 	if len(refs) == 0 {
 		return nil
 	}
-	var buf [32]string
 	n := 2
 	for ch, r := range refs {
 		n += len(ch) + len(r.O) + len(r.J) + 32
 	}
 	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, ch := range sortedNames(buf[:0], refs) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonx.AppendString(b, ch, true)
-		b = append(b, ':')
-		b = refs[ch].appendJSON(b)
-	}
-	return append(b, '}')
+	b, _ = jsonx.AppendObject(b, refs, func(b []byte, _ string, r ref) ([]byte, error) {
+		return r.appendJSON(b), nil
+	})
+	return b
 }
 
 // UnmarshalJSON reads an entry in either form: the array above, or the
