@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,5 +179,51 @@ func TestRunWaitsForThreadHeldElsewhere(t *testing.T) {
 			}
 			free(t, other, tid)
 		})
+	}
+}
+
+// TestConcurrentEnqueueOnIdleThread creates runs together on an idle
+// thread with the enqueue strategy: one takes the lease with its record,
+// the others find the thread taken, and whichever gets into the thread's
+// line first runs first. Every run must end, whatever the order (a run
+// holding the lease behind one waiting for it would wait for ever).
+func TestConcurrentEnqueueOnIdleThread(t *testing.T) {
+	s := newServer(t, server.Options{DB: backends[0].open(t)})
+	for i := range 30 {
+		tid := s.newThread()
+		var wg sync.WaitGroup
+		ids := make([]string, 4)
+		for j := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := s.do("POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "echo", "input": human("hello"), "multitask_strategy": "enqueue"})
+				if r.status != 200 {
+					t.Errorf("creating run %d: status %d %s", j, r.status, r.body)
+					return
+				}
+				ids[j] = r.obj(t)["run_id"].(string)
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for _, id := range ids {
+			for {
+				st := s.must(200, "GET", "/threads/"+tid+"/runs/"+id, nil).obj(t)["status"]
+				if st != "pending" && st != "running" {
+					if st != "success" {
+						t.Errorf("round %d: run %s ended %v, want success", i, id, st)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: run %s of thread %s still %v after 20s", i, id, tid, st)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 	}
 }

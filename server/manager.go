@@ -323,6 +323,15 @@ func (m *manager) enqueue(lr *liveRun) {
 		line = &threadLine{}
 		m.lines[lr.rec.ThreadID] = line
 	}
+	if lr.lease != nil && (line.active != nil || len(line.queue) > 0) {
+		// Another run of the thread got into the line first (runs
+		// created together: this one took the lease in its write, the
+		// other found the thread taken and holds none). That run would
+		// wait for the lease this one holds while this one waits behind
+		// it: give the lease up, and take it again in turn, as a run
+		// that never held it does.
+		drop, lr.lease = lr.lease, nil
+	}
 	line.queue = append(line.queue, lr)
 }
 
