@@ -553,6 +553,35 @@ func (m *manager) takeLease(lr *liveRun) *checkpoint.Lease {
 	return l
 }
 
+// dropLeasesWait bounds how long a shutdown waits for the leases of the
+// runs it leaves unstarted to be given up: a database that does not
+// answer would hold each release up for as long as the lease lasts, and
+// those leases free themselves when they expire.
+const dropLeasesWait = 5 * time.Second
+
+// dropLeases gives up the leases lrs hold since their creation, all at
+// once, waiting dropLeasesWait at most (the releases left go on).
+func (m *manager) dropLeases(lrs []*liveRun) {
+	if len(lrs) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, lr := range lrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.dropLease(lr)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(dropLeasesWait):
+		m.s.log.Warn("server: some threads were not given up in time; they free themselves when their leases expire")
+	}
+}
+
 // dropLease gives up the lease lr holds since its creation, if any: a
 // run that ends without starting leaves its thread free at once rather
 // than when the lease expires.
@@ -1145,10 +1174,10 @@ func (m *manager) shutdown(ctx context.Context) error {
 			}
 		}
 		m.mu.Unlock()
+		m.dropLeases(waiting)
 		for _, lr := range waiting {
 			// Never started: still pending in the database, for the next
 			// start; those waiting for it are told it ended here.
-			m.dropLease(lr)
 			m.closeRun(lr, records.RunPending, nil, nil)
 		}
 		// A node that ignores its context could hold on forever: give
@@ -1170,9 +1199,7 @@ func (m *manager) shutdown(ctx context.Context) error {
 		}
 	}
 	m.mu.Unlock()
-	for _, lr := range held {
-		m.dropLease(lr)
-	}
+	m.dropLeases(held)
 	m.stop()
 	if m.loopDone != nil {
 		<-m.loopDone
