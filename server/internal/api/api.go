@@ -218,6 +218,10 @@ func BodyLimit(ctx context.Context) int64 {
 	return MaxBodyBytes
 }
 
+// exactBodyBytes is the largest body DecodeBody reads into a buffer of
+// its announced length, made before the body arrives.
+const exactBodyBytes = 64 << 10
+
 // DecodeBody reads r's JSON body, at most limit bytes (when limit is 0,
 // the request context's BodyLimit: MaxBodyBytes unless the server was
 // configured otherwise), into dst. An empty body leaves dst as it is. A body that is
@@ -229,10 +233,12 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) er
 		limit = BodyLimit(r.Context())
 	}
 	var body []byte
-	if n := r.ContentLength; n > 0 && n <= limit {
+	if n := r.ContentLength; n > 0 && n <= min(limit, exactBodyBytes) {
 		// The server's reader of a body with a Content-Length ends
-		// after it: read it into one buffer of that size, instead of
-		// one grown as it is read.
+		// after it: read a small one into one buffer of that size,
+		// instead of one grown as it is read. A larger one grows as it
+		// arrives, so that a client announcing a large body and sending
+		// none holds no more memory than it sent.
 		body = make([]byte, n)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
 			return err

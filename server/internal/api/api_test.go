@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -90,4 +91,24 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("error body is not JSON: %s", w.Body)
 		}
 	})
+}
+
+// TestDecodeBodyAnnouncedButNotSent checks that a body announced far
+// larger than it is (a client sending a Content-Length and then little)
+// costs memory for what arrived, not for what was announced.
+func TestDecodeBodyAnnouncedButNotSent(t *testing.T) {
+	const announced = 4 << 20
+	r := httptest.NewRequest("POST", "/threads", strings.NewReader(`{"metadata":`))
+	r.ContentLength = announced
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var dst map[string]any
+	err := DecodeBody(httptest.NewRecorder(), r, 8<<20, &dst)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a body cut short decoded without an error")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > announced/4 {
+		t.Errorf("reading a 12-byte body announced as %d bytes allocated %d bytes", announced, grew)
+	}
 }
