@@ -422,10 +422,23 @@ func (r *Reflector) Replay(ctx context.Context) (int, error) {
 			if err := it.Decode(&rec); err != nil {
 				return n, fmt.Errorf("%w: kept conversation %s: %v", store.ErrCorrupt, it.Key, err)
 			}
-			if err := r.Submit(rec.User, rec.Thread, rec.Messages); err != nil {
+			// Removed before it is submitted again: a reflection that
+			// fails again keeps the conversation anew under the same key
+			// (its thread), which a removal after the submission could
+			// delete, and the conversation would be lost.
+			if err := bounded(ctx, DefaultTimeout, func(ctx context.Context) error { return r.opts.Failed.Delete(ctx, it.Namespace, it.Key) }); err != nil {
 				return n, err
 			}
-			if err := bounded(ctx, DefaultTimeout, func(ctx context.Context) error { return r.opts.Failed.Delete(ctx, it.Namespace, it.Key) }); err != nil {
+			if err := r.Submit(rec.User, rec.Thread, rec.Messages); err != nil {
+				// Refused (a full queue, a closed Reflector): kept again as
+				// it was, even when ctx has ended.
+				if perr := bounded(context.Background(), DefaultTimeout, func(pctx context.Context) error {
+					return r.opts.Failed.Put(pctx, it.Namespace, it.Key, rec, store.PutOptions{NoIndex: true, TTL: store.NoTTL})
+				}); perr != nil {
+					r.opts.Logger.Error("memory: could not keep again a conversation the reflector refused; it is lost to memory",
+						"user", rec.User, "thread", rec.Thread, "error", perr)
+					return n, errors.Join(err, fmt.Errorf("memory: keeping conversation %s again: %w", it.Key, perr))
+				}
 				return n, err
 			}
 			n++
