@@ -892,8 +892,26 @@ func TestDocAPIShutdown(t *testing.T) {
 	sid := s.must(201, "POST", "/sessions", map[string]any{"assistant_id": "slow"}).obj(t)["session_id"].(string)
 	c := s.mustDial("/ws/" + sid)
 	c.read()
-	s.must(202, "POST", "/agent/run-async", map[string]any{"session_id": sid, "input": map[string]any{"delay_ms": 200}})
-	c.until(func(m socketMsg) bool { return m.Type == "session_state" && m.RunID != "" })
+	s.must(202, "POST", "/agent/run-async", map[string]any{"session_id": sid, "input": map[string]any{"delay_ms": 1000}})
+	var runID string
+	c.until(func(m socketMsg) bool {
+		runID = m.RunID
+		return m.Type == "session_state" && m.RunID != ""
+	})
+	// The run's first event comes before it executes: shut down only once
+	// it runs (recorded running after 100 ms), since a run that has not
+	// started by then is left for the next start instead.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := s.must(200, "GET", "/threads/"+sid+"/runs/"+runID, nil).obj(t)["status"]
+		if st != "pending" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still pending after 20s", runID)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	shut := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
