@@ -185,7 +185,7 @@ type persister struct {
 
 	// wctx is the caller's context without its cancellation; it ends
 	// one grace window after the caller's context does.
-	wctx      context.Context
+	wctx context.Context
 	// stopAfter stops the AfterFunc that opens the grace window; window
 	// (under graceMu) is the timer that ends it, once opened.
 	stopAfter func() bool
