@@ -130,7 +130,7 @@ func (g *Graph) decodeObjectTokens(data []byte, allowed []string) (Update, error
 // the object, as it does invalid JSON, with the errors it gives.
 func (g *Graph) decodeValidObject(data []byte, allowed []string) (u Update, ok bool, err error) {
 	u = Input()
-	i := skipSpace(data, 1)
+	i := jsonx.SkipSpace(data, 1)
 	for data[i] != '}' {
 		end := jsonx.ValueEnd(data, i)
 		kb := data[i+1 : end-1]
@@ -139,12 +139,12 @@ func (g *Graph) decodeValidObject(data []byte, allowed []string) (u Update, ok b
 			// that are not UTF-8.
 			return Update{}, false, nil
 		}
-		i = skipSpace(data, skipSpace(data, end)+1) // past the colon
+		i = jsonx.SkipSpace(data, jsonx.SkipSpace(data, end)+1) // past the colon
 		end = jsonx.ValueEnd(data, i)
 		raw := json.RawMessage(data[i:end:end])
-		i = skipSpace(data, end)
+		i = jsonx.SkipSpace(data, end)
 		if data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = jsonx.SkipSpace(data, i+1)
 		}
 		key := ""
 		for _, a := range allowed {
@@ -167,20 +167,6 @@ func (g *Graph) decodeValidObject(data []byte, allowed []string) (u Update, ok b
 		u = u.And(w)
 	}
 	return u, true, nil
-}
-
-// skipSpace returns the index of the first byte at or after i in data
-// that is not JSON white space.
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // jsonKind names the JSON type of a value, for errors.
@@ -305,19 +291,19 @@ func (c *MessagesChannel[M]) decodeInput(data json.RawMessage) (Update, error) {
 // slices of it.
 func splitValidArray(data []byte) []json.RawMessage {
 	n := 0
-	for i := skipSpace(data, 1); data[i] != ']'; n++ {
-		i = skipSpace(data, jsonx.ValueEnd(data, i))
+	for i := jsonx.SkipSpace(data, 1); data[i] != ']'; n++ {
+		i = jsonx.SkipSpace(data, jsonx.ValueEnd(data, i))
 		if data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = jsonx.SkipSpace(data, i+1)
 		}
 	}
 	items := make([]json.RawMessage, 0, n)
-	for i := skipSpace(data, 1); data[i] != ']'; {
+	for i := jsonx.SkipSpace(data, 1); data[i] != ']'; {
 		end := jsonx.ValueEnd(data, i)
 		items = append(items, data[i:end:end])
-		i = skipSpace(data, end)
+		i = jsonx.SkipSpace(data, end)
 		if data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = jsonx.SkipSpace(data, i+1)
 		}
 	}
 	return items

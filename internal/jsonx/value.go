@@ -45,3 +45,17 @@ func validStringEnd(b []byte, i int) int {
 		}
 	}
 }
+
+// SkipSpace returns the index of the first byte at or after i in b that
+// is not JSON white space (len(b) if there is none).
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}

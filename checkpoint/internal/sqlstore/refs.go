@@ -168,27 +168,27 @@ func decodePlainRefs(raw []byte) (refs map[string]ref, ok bool) {
 	if !json.Valid(raw) {
 		return nil, false
 	}
-	i := skipSpace(raw, 0)
+	i := jsonx.SkipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, false
 	}
 	refs = make(map[string]ref, bytes.Count(raw, []byte{'['}))
-	i = skipSpace(raw, i+1)
+	i = jsonx.SkipSpace(raw, i+1)
 	for raw[i] != '}' {
 		name, end, ok := plainString(raw, i)
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		i = jsonx.SkipSpace(raw, jsonx.SkipSpace(raw, end)+1) // past the colon
 		end = jsonx.ValueEnd(raw, i)
 		r, ok := plainRef(raw[i:end])
 		if !ok {
 			return nil, false
 		}
 		refs[name] = r
-		i = skipSpace(raw, end)
+		i = jsonx.SkipSpace(raw, end)
 		if raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+			i = jsonx.SkipSpace(raw, i+1)
 		}
 	}
 	return refs, true
@@ -201,7 +201,7 @@ func plainRef(b []byte) (r ref, ok bool) {
 	if b[0] != '[' {
 		return ref{}, false
 	}
-	i := skipSpace(b, 1)
+	i := jsonx.SkipSpace(b, 1)
 	if r.V, i, ok = plainInt(b, i); !ok {
 		return ref{}, false
 	}
@@ -216,14 +216,14 @@ func plainRef(b []byte) (r ref, ok bool) {
 		if r.O, end, ok = plainString(b, i); !ok {
 			return ref{}, false
 		}
-		i = skipSpace(b, end)
+		i = jsonx.SkipSpace(b, end)
 	case refValue:
 		if b[i] == ']' {
 			return ref{}, false // no value: too few parts
 		}
 		end := jsonx.ValueEnd(b, i)
 		r.J = bytes.Clone(b[i:end])
-		i = skipSpace(b, end)
+		i = jsonx.SkipSpace(b, end)
 	case refLog:
 		if r.L, i, ok = plainInt(b, i); !ok {
 			return ref{}, false
@@ -251,9 +251,9 @@ func plainInt(b []byte, i int) (n int64, next int, ok bool) {
 	if err != nil || i == start {
 		return 0, 0, false
 	}
-	i = skipSpace(b, i)
+	i = jsonx.SkipSpace(b, i)
 	if b[i] == ',' {
-		i = skipSpace(b, i+1)
+		i = jsonx.SkipSpace(b, i+1)
 	}
 	return n, i, true
 }
@@ -270,13 +270,4 @@ func plainString(b []byte, i int) (s string, end int, ok bool) {
 		return "", 0, false
 	}
 	return string(body), end, true
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
 }

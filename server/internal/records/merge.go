@@ -32,11 +32,11 @@ type member struct {
 // to out, in order. It reports false when obj is not an object or has a
 // key that is not plain ASCII.
 func members(obj []byte, out []member) ([]member, bool) {
-	i := skipSpace(obj, 0)
+	i := jsonx.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return out, false
 	}
-	i = skipSpace(obj, i+1)
+	i = jsonx.SkipSpace(obj, i+1)
 	if obj[i] == '}' {
 		return out, true
 	}
@@ -50,28 +50,16 @@ func members(obj []byte, out []member) ([]member, bool) {
 			}
 			end++
 		}
-		i = skipSpace(obj, end+1) // at ':'
-		i = skipSpace(obj, i+1)
+		i = jsonx.SkipSpace(obj, end+1) // at ':'
+		i = jsonx.SkipSpace(obj, i+1)
 		vend := jsonx.ValueEnd(obj, i)
 		out = append(out, member{key: obj[start:end], val: obj[i:vend]})
-		i = skipSpace(obj, vend)
+		i = jsonx.SkipSpace(obj, vend)
 		if obj[i] == '}' {
 			return out, true
 		}
-		i = skipSpace(obj, i+1) // past ','
+		i = jsonx.SkipSpace(obj, i+1) // past ','
 	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // configurableKey is the key of a config's configurable values.
