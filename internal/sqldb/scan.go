@@ -29,24 +29,8 @@ func convertAssign(dest any, src driver.Value) error {
 		if d == nil {
 			return errNilPtr
 		}
-		switch s := src.(type) {
-		case string:
-			*d = s
-			return nil
-		case []byte:
-			*d = string(s)
-			return nil
-		case int64:
-			*d = strconv.FormatInt(s, 10)
-			return nil
-		case float64:
-			*d = strconv.FormatFloat(s, 'g', -1, 64)
-			return nil
-		case bool:
-			*d = strconv.FormatBool(s)
-			return nil
-		case time.Time:
-			*d = s.Format(time.RFC3339Nano)
+		if t, ok := textOf(src); ok {
+			*d = t
 			return nil
 		}
 	case *[]byte:
@@ -60,20 +44,9 @@ func convertAssign(dest any, src driver.Value) error {
 		case []byte:
 			*d = bytes.Clone(s)
 			return nil
-		case string:
-			*d = []byte(s)
-			return nil
-		case int64:
-			*d = strconv.AppendInt(nil, s, 10)
-			return nil
-		case float64:
-			*d = strconv.AppendFloat(nil, s, 'g', -1, 64)
-			return nil
-		case bool:
-			*d = strconv.AppendBool(nil, s)
-			return nil
-		case time.Time:
-			*d = s.AppendFormat(nil, time.RFC3339Nano)
+		}
+		if t, ok := textOf(src); ok {
+			*d = []byte(t)
 			return nil
 		}
 	case *any:
@@ -199,56 +172,69 @@ func convertReflect(dest any, src driver.Value) error {
 			dv.SetString(string(b))
 			return nil
 		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
 		s, err := numberText(src)
 		if err != nil {
 			return fmt.Errorf("converting %T to %s: %w", src, dv.Type(), err)
 		}
-		n, err := strconv.ParseInt(s, 10, dv.Type().Bits())
+		bits := dv.Type().Bits()
+		switch {
+		case dv.CanInt():
+			var n int64
+			if n, err = strconv.ParseInt(s, 10, bits); err == nil {
+				dv.SetInt(n)
+			}
+		case dv.CanUint():
+			var n uint64
+			if n, err = strconv.ParseUint(s, 10, bits); err == nil {
+				dv.SetUint(n)
+			}
+		default:
+			var f float64
+			if f, err = strconv.ParseFloat(s, bits); err == nil {
+				dv.SetFloat(f)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("converting %T (%q) to %s: %w", src, s, dv.Type(), err)
 		}
-		dv.SetInt(n)
-		return nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		s, err := numberText(src)
-		if err != nil {
-			return fmt.Errorf("converting %T to %s: %w", src, dv.Type(), err)
-		}
-		n, err := strconv.ParseUint(s, 10, dv.Type().Bits())
-		if err != nil {
-			return fmt.Errorf("converting %T (%q) to %s: %w", src, s, dv.Type(), err)
-		}
-		dv.SetUint(n)
-		return nil
-	case reflect.Float32, reflect.Float64:
-		s, err := numberText(src)
-		if err != nil {
-			return fmt.Errorf("converting %T to %s: %w", src, dv.Type(), err)
-		}
-		f, err := strconv.ParseFloat(s, dv.Type().Bits())
-		if err != nil {
-			return fmt.Errorf("converting %T (%q) to %s: %w", src, s, dv.Type(), err)
-		}
-		dv.SetFloat(f)
 		return nil
 	}
 	return fmt.Errorf("unsupported Scan, storing driver value type %T into type %T", src, dest)
+}
+
+// textOf is a driver value as text, as database/sql converts it into a
+// string or []byte destination: text as it is, numbers and booleans as
+// strconv writes them, a time in RFC 3339 with nanoseconds. NULL and
+// other types have none.
+func textOf(src driver.Value) (string, bool) {
+	switch s := src.(type) {
+	case string:
+		return s, true
+	case []byte:
+		return string(s), true
+	case int64:
+		return strconv.FormatInt(s, 10), true
+	case float64:
+		return strconv.FormatFloat(s, 'g', -1, 64), true
+	case bool:
+		return strconv.FormatBool(s), true
+	case time.Time:
+		return s.Format(time.RFC3339Nano), true
+	}
+	return "", false
 }
 
 // numberText is the text a number is parsed from, as database/sql
 // converts a value into an integer or float destination: an integer or
 // float as strconv writes it, text as it is, and nothing else.
 func numberText(src driver.Value) (string, error) {
-	switch s := src.(type) {
-	case int64:
-		return strconv.FormatInt(s, 10), nil
-	case float64:
-		return strconv.FormatFloat(s, 'g', -1, 64), nil
-	case string:
-		return s, nil
-	case []byte:
-		return string(s), nil
+	switch src.(type) {
+	case int64, float64, string, []byte:
+		t, _ := textOf(src)
+		return t, nil
 	}
 	return "", fmt.Errorf("not a number: %T", src)
 }
