@@ -48,6 +48,7 @@ func TestUsersAreKeptApart(t *testing.T) {
 		{"DELETE", run, nil},
 		{"GET", run + "/join", nil},
 		{"GET", run + "/stream", nil},
+		{"GET", "/runs/" + rid + "/stream", nil},
 		{"POST", run + "/cancel?wait=1", nil},
 		{"POST", "/runs/cancel", map[string]any{"thread_id": tid}},
 	}

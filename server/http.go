@@ -28,8 +28,9 @@ type CORSOptions struct {
 }
 
 // exposedHeaders are the response headers browsers let the SDK read:
-// where a created run lives, and the pagination of searches.
-const exposedHeaders = "content-location,x-pagination-total,x-pagination-next,retry-after"
+// where a created run lives, where a resumable stream is joined again,
+// and the pagination of searches.
+const exposedHeaders = "content-location,location,x-pagination-total,x-pagination-next,retry-after"
 
 const allowedMethods = "GET,HEAD,PUT,POST,DELETE,PATCH"
 
@@ -174,6 +175,7 @@ func (s *Server) routes() http.Handler {
 	handle("POST /runs", s.createRun)
 	handle("POST /runs/stream", s.streamRun)
 	handle("POST /runs/wait", s.waitRun)
+	handle("GET /runs/{run_id}/stream", s.joinStreamByID)
 	handle("POST /runs/batch", s.batchRuns)
 	handle("POST /runs/cancel", s.cancelRuns)
 

@@ -51,7 +51,7 @@ func TestCORS(t *testing.T) {
 		t.Error("no allowed methods")
 	}
 	r = s.must(200, "POST", "/threads/search", map[string]any{}, "Origin", "http://localhost:3000")
-	if got := r.header.Get("Access-Control-Expose-Headers"); got != "content-location,x-pagination-total,x-pagination-next,retry-after" {
+	if got := r.header.Get("Access-Control-Expose-Headers"); got != "content-location,location,x-pagination-total,x-pagination-next,retry-after" {
 		t.Errorf("expose headers = %q", got)
 	}
 	if got := r.header.Get("Access-Control-Allow-Origin"); got != "*" {

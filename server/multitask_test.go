@@ -180,6 +180,66 @@ func TestJoinStream(t *testing.T) {
 	s.must(400, "GET", "/threads/"+tid+"/runs/"+rid+"/stream", nil, "Last-Event-ID", "x")
 }
 
+// A resumable run's streams carry a Location, where the SDK reconnects
+// with Last-Event-ID when a stream breaks off; a plain run's do not (a
+// reconnect could not replay what was missed). A run's stream is joined
+// by its id alone too: a stateless run's while it goes (its record goes
+// with its thread at its end), and a thread's run's.
+func TestStreamLocationAndJoinByID(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	r, evs := s.stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "echo", "input": human("a b"), "stream_mode": "values", "stream_resumable": true})
+	rid := evs[0].obj(t)["run_id"].(string)
+	want := "/threads/" + tid + "/runs/" + rid + "/stream"
+	if got := r.header.Get("Location"); got != want {
+		t.Errorf("resumable stream's Location = %q, want %q", got, want)
+	}
+	// The Location is a join that replays the run from Last-Event-ID.
+	j, again := s.stream("GET", want, nil, "Last-Event-ID", "0")
+	if diff := cmp.Diff(names(evs[1:]), names(again)); diff != "" {
+		t.Errorf("join at the Location after event 0 (-want +got):\n%s", diff)
+	}
+	if got := j.header.Get("Location"); got != want {
+		t.Errorf("join's Location = %q, want %q", got, want)
+	}
+	// By the run's id alone, with its own path as the Location.
+	byID, all := s.stream("GET", "/runs/"+rid+"/stream", nil, "Last-Event-ID", "-1")
+	if diff := cmp.Diff(names(evs), names(all)); diff != "" {
+		t.Errorf("join by run id (-want +got):\n%s", diff)
+	}
+	if got := byID.header.Get("Location"); got != "/runs/"+rid+"/stream" {
+		t.Errorf("join by id's Location = %q", got)
+	}
+	plain, _ := s.stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "echo", "input": human("c"), "stream_mode": "values"})
+	if got := plain.header.Get("Location"); got != "" {
+		t.Errorf("a plain stream's Location = %q, want none", got)
+	}
+
+	// A stateless resumable run, joined by id while it goes.
+	sr, sevs := s.stream("POST", "/runs/stream", map[string]any{"assistant_id": "echo", "input": human("d"), "stream_mode": "values", "stream_resumable": true})
+	srid := sevs[0].obj(t)["run_id"].(string)
+	if got := sr.header.Get("Location"); got != "/runs/"+srid+"/stream" {
+		t.Errorf("stateless stream's Location = %q, want /runs/%s/stream", got, srid)
+	}
+	bg := s.must(200, "POST", "/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 300, "tag": "st"}, "stream_mode": []string{"values", "updates"}, "stream_resumable": true}).obj(t)
+	bgid := bg["run_id"].(string)
+	_, joined := s.stream("GET", "/runs/"+bgid+"/stream", nil, "Last-Event-ID", "-1")
+	if diff := cmp.Diff([]string{"metadata", "values", "updates", "values"}, names(joined)); diff != "" {
+		t.Errorf("stateless run joined by id (-want +got):\n%s", diff)
+	}
+	// Its record went with its temporary thread.
+	for deadline := time.Now().Add(30 * time.Second); s.do("GET", "/runs/"+bgid+"/stream", nil).status != 404; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stateless run's stream is still found 30 s after it ended; want 404 once its thread is gone")
+		}
+	}
+	s.must(404, "GET", "/runs/00000000-0000-4000-8000-000000000000/stream", nil)
+	if r := s.do("GET", "/runs/not-a-uuid/stream", nil); r.status != 400 && r.status != 422 {
+		t.Errorf("a run id that is not a UUID: %d %s", r.status, r.body)
+	}
+	s.must(400, "GET", "/runs/"+rid+"/stream", nil, "Last-Event-ID", "x")
+}
+
 // on_disconnect cancel stops the run when the client goes; continue (the
 // default) lets it run to its end.
 func TestOnDisconnect(t *testing.T) {

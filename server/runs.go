@@ -163,6 +163,18 @@ func runLocation(lr *liveRun, stateless bool) string {
 	return "/threads/" + lr.rec.ThreadID + "/runs/" + lr.rec.ID
 }
 
+// streamLocation is where a resumable run's stream is joined again: the
+// Location header of its streams, to which the SDK reconnects with
+// Last-Event-ID when a stream breaks off before the run ends. A run whose
+// events are not kept gets none: a reconnect could not replay what the
+// client missed.
+func streamLocation(rec records.Run, stateless bool) string {
+	if stateless {
+		return "/runs/" + rec.ID + "/stream"
+	}
+	return "/threads/" + rec.ThreadID + "/runs/" + rec.ID + "/stream"
+}
+
 // runThread reads the thread of a run request from the path; "" for the
 // stateless endpoints.
 func runThread(r *http.Request) (string, error) {
@@ -370,6 +382,9 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Location", runLocation(lr, threadID == ""))
+	if req.StreamResumable {
+		w.Header().Set("Location", streamLocation(lr.rec, threadID == ""))
+	}
 	ctx := r.Context()
 	out := &sse{}
 	events, ok := s.subscribe(ctx, lr.rec.ID, -1, out)
@@ -644,6 +659,29 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.joinRunStream(w, r, run, false)
+}
+
+// joinStreamByID joins a run's stream named by the run's id alone (GET
+// /runs/{run_id}/stream): a stateless run's, whose thread the client does
+// not know, or any run of the user's. A stateless run's record goes with
+// its thread when it ends (unless on_completion is "keep"); after that
+// its stream is a 404 too, as any run that is not the user's.
+func (s *Server) joinStreamByID(w http.ResponseWriter, r *http.Request) error {
+	runID, err := pathUUID(r, "run_id")
+	if err != nil {
+		return err
+	}
+	run, err := s.rec.FindRun(r.Context(), user(r), runID)
+	if err != nil {
+		return recordErr(err, runNotFound())
+	}
+	return s.joinRunStream(w, r, run, true)
+}
+
+// joinRunStream follows run's stream for a join; byID says it was named
+// by its id alone, for the Location a resumable run's stream carries.
+func (s *Server) joinRunStream(w http.ResponseWriter, r *http.Request, run records.Run, byID bool) error {
 	after := -1
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -654,6 +692,9 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	lr := s.runs.live(run.Owner, run.ThreadID, run.ID)
+	if runResumable(lr, run) {
+		w.Header().Set("Location", streamLocation(run, byID))
+	}
 	out := &sse{}
 	events, ok := s.subscribe(ctx, run.ID, after, out)
 	out.start(w)
@@ -673,6 +714,17 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 		_ = s.runs.waitStored(ctx, run.Owner, run.ThreadID, run.ID)
 	}
 	return nil
+}
+
+// runResumable reports whether a run's events are kept for clients that
+// come back (stream_resumable): from the live run when this process
+// executes it, else from its stored kwargs (unreadable ones: not).
+func runResumable(lr *liveRun, run records.Run) bool {
+	if lr != nil {
+		return lr.kw.Resumable
+	}
+	kw, err := decodeKwargs(run.Kwargs)
+	return err == nil && kw.Resumable
 }
 
 func cancelAction(r *http.Request) (string, error) {

@@ -324,6 +324,16 @@ func TestRuns(t *testing.T) {
 		if _, err := s.GetRun(ctx, "other", "t", "r3"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("another owner's run: %v", err)
 		}
+		// By its id alone, as GET /runs/{run_id}/stream finds it.
+		if found, err := s.FindRun(ctx, "u", "r3"); err != nil || found.ThreadID != "t" || found.Status != RunInterrupted {
+			t.Errorf("FindRun(r3) = %+v, %v; want thread t, interrupted", found, err)
+		}
+		if _, err := s.FindRun(ctx, "other", "r3"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("FindRun of another owner's run: %v, want ErrNotFound", err)
+		}
+		if _, err := s.FindRun(ctx, "u", "no-such-run"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("FindRun of a missing run: %v, want ErrNotFound", err)
+		}
 		list, err := s.ListRuns(ctx, RunQuery{Owner: "u", ThreadID: "t"})
 		if err != nil {
 			t.Fatal(err)

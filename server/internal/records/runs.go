@@ -308,6 +308,21 @@ func (s *Store) GetRun(ctx context.Context, owner, threadID, runID string) (Run,
 	return run, err
 }
 
+// FindRun returns owner's run runID, whatever its thread: a stateless
+// run's stream is joined by its id alone (GET /runs/{run_id}/stream).
+func (s *Store) FindRun(ctx context.Context, owner, runID string) (Run, error) {
+	var run Run
+	err := s.read(ctx, func(tx Tx) error {
+		r, found, err := queryOne(ctx, s, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE run_id = $1 AND owner = $2`, []any{runID, owner}, scanRun)
+		if err == nil && !found {
+			err = fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		run = r
+		return err
+	})
+	return run, err
+}
+
 func (s *Store) getRun(ctx context.Context, tx Tx, owner, threadID, runID string, out *Run) (bool, error) {
 	run, found, err := queryOne(ctx, s, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE run_id = $1 AND thread_id = $2 AND owner = $3`, []any{runID, threadID, owner}, scanRun)
 	if found {

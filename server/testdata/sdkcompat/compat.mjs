@@ -25,6 +25,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { parseArgs } from "node:util";
 import { isDeepStrictEqual, inspect } from "node:util";
 import { randomUUID } from "node:crypto";
+import net from "node:net";
 
 // Each quirk: what the spec does, and what the reference JS server does.
 export const QUIRKS = {
@@ -673,6 +674,93 @@ test("runs.resumable_join_while_running", async (ctx) => {
   const rest = await collect(c.runs.joinStream(t.thread_id, run.run_id, { lastEventId: a[idx].id }));
   eq(rest.map((e) => e.event), names(a.slice(idx + 1)), "replay after the updates event");
 });
+
+test("runs.joinStream_stateless", async ({ c }) => {
+  // A stateless run, joined by its id alone (GET /runs/{run_id}/stream)
+  // while it goes, from its first event.
+  const run = await c.runs.create(null, "slow", { input: { delay_ms: 400, tag: "sj" }, streamMode: ["values", "updates"], streamResumable: true });
+  const evs = await collect(c.runs.joinStream(null, run.run_id, { lastEventId: "-1" }));
+  eq(names(evs).filter((n) => n !== "metadata"), ["values", "updates", "values"], "stateless run joined by id (after metadata)");
+  eq(lastValues(evs).log, ["sj"], "its final values");
+});
+
+/**
+ * A TCP proxy to the server under test that breaks one connection off, as
+ * a network drop would: the first time a request whose bytes match
+ * `request` is answered up to `after`, the connection is closed in the
+ * middle of the answer. Later connections pass untouched.
+ */
+async function breakingProxy(request, after) {
+  const target = new URL(opts.url);
+  // requests: the first line of each request passed on (and its
+  // Last-Event-ID), to see what the client did.
+  const proxy = { cuts: 0, requests: [] };
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 80), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => sockets.delete(s));
+    }
+    let armed = false;
+    let seen = "";
+    client.on("data", (d) => {
+      const text = d.toString("latin1");
+      const line = /^[A-Z]+ \S+ HTTP\/1\.1\r\n/.exec(text);
+      if (line) {
+        const lastEventId = /\r\nlast-event-id: *([^\r]*)\r\n/i.exec(text);
+        proxy.requests.push(`${line[0].trim()}${lastEventId ? ` Last-Event-ID=${lastEventId[1]}` : ""}`);
+      }
+      if (proxy.cuts === 0 && request.test(text)) armed = true;
+      upstream.write(d);
+    });
+    upstream.on("data", (d) => {
+      client.write(d);
+      if (!armed || proxy.cuts > 0) return;
+      seen += d.toString("latin1");
+      if (seen.includes(after)) {
+        proxy.cuts++;
+        upstream.destroy();
+        client.end();
+      }
+    });
+    client.on("end", () => upstream.end());
+    upstream.on("end", () => client.end());
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  proxy.url = `http://127.0.0.1:${server.address().port}`;
+  proxy.close = () => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  };
+  return proxy;
+}
+
+test(
+  "runs.stream_reconnect",
+  async () => {
+    // A resumable stream that breaks off mid-run: the SDK reconnects to the
+    // stream's Location with Last-Event-ID and delivers every event once.
+    const proxy = await breakingProxy(/^POST \/threads\/[^ ]+\/runs\/stream /m, "\nid: 1\n");
+    try {
+      const c = new Client({ apiUrl: proxy.url, apiKey: null, callerOptions: { maxRetries: 0 }, timeoutMs: CASE_TIMEOUT_MS, defaultHeaders: { "x-compat-case": "runs.stream_reconnect" } });
+      const t = await c.threads.create({ metadata: { suite: SUITE } });
+      let created;
+      const evs = await collect(c.runs.stream(t.thread_id, "slow", { input: { delay_ms: 300, tag: "rc" }, streamMode: ["values", "updates"], streamResumable: true, onRunCreated: (m) => (created = m) }));
+      eq(proxy.cuts, 1, "connections broken off by the proxy");
+      const stream = `/threads/${t.thread_id}/runs/${created?.run_id}/stream`;
+      ok(proxy.requests.includes(`GET ${stream} HTTP/1.1 Last-Event-ID=1`), `the SDK reconnected to ${stream} after event 1`, proxy.requests);
+      eq(names(evs), ["metadata", "values", "updates", "values"], "events across the reconnect, each once");
+      eq(evs.map((e) => e.id), ["0", "1", "2", "3"], "event ids across the reconnect");
+      eq(lastValues(evs).log, ["rc"], "final values");
+    } finally {
+      proxy.close();
+    }
+  },
+  // The reference sends no Location: the SDK cannot reconnect.
+  { reference: "xfail" },
+);
 
 test("runs.onDisconnect_cancel", async (ctx) => {
   const { c } = ctx;
