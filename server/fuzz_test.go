@@ -25,7 +25,7 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"values":{"messages":[1,2]},"as_node":"echo"}`,
 		`{"before":{"configurable":{"checkpoint_id":5}}}`,
 		`{"user_input":"hi","assistant_id":"echo","timeout":0.5}`, `{"input":{"delay_ms":1},"assistant_id":"slow","session_id":"` + "5a791b3a-ac51-4ff1-a47a-2ffb3377d4d2" + `"}`,
-		`{"user_action":"accept","edited_content":[1]}`, `{"session_id":"x","assistant_id":"nobody"}`,
+		`{"thread_ids":["nope",5],"strategy":"keep_latest"}`, `{"user_action":"accept","edited_content":[1]}`, `{"session_id":"x","assistant_id":"nobody"}`,
 	} {
 		f.Add(seed)
 	}
@@ -40,7 +40,7 @@ func FuzzRequestBodies(f *testing.F) {
 	targets := []struct{ method, path string }{
 		{"POST", "/threads"}, {"POST", "/threads/search"}, {"POST", "/threads/count"},
 		{"PATCH", "/threads/" + tid}, {"POST", "/threads/" + tid + "/state"}, {"POST", "/threads/" + tid + "/history"},
-		{"POST", "/threads/" + tid + "/state/checkpoint"},
+		{"POST", "/threads/" + tid + "/state/checkpoint"}, {"POST", "/threads/prune"},
 		{"POST", "/assistants"}, {"POST", "/assistants/search"}, {"POST", "/assistants/count"},
 		{"PATCH", "/assistants/echo"}, {"POST", "/assistants/echo/versions"}, {"POST", "/assistants/echo/latest"},
 		{"PUT", "/store/items"}, {"DELETE", "/store/items"}, {"POST", "/store/items/search"}, {"POST", "/store/namespaces"},

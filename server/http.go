@@ -154,6 +154,7 @@ func (s *Server) routes() http.Handler {
 	handle("PATCH /threads/{thread_id}", s.patchThread)
 	handle("DELETE /threads/{thread_id}", s.deleteThread)
 	handle("POST /threads/{thread_id}/copy", s.copyThread)
+	handle("POST /threads/prune", s.pruneThreads)
 	handle("GET /threads/{thread_id}/state", s.getState)
 	handle("POST /threads/{thread_id}/state", s.updateState)
 	handle("GET /threads/{thread_id}/state/{checkpoint_id}", s.getStateAt)

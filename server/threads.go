@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,6 +139,94 @@ func (s *Server) deleteCheckpoints(ctx context.Context, threadID string) error {
 	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
 	defer cancel()
 	return s.saver.DeleteThread(ctx, threadID)
+}
+
+// maxPruneThreads bounds the threads one prune request names.
+const maxPruneThreads = 1000
+
+// pruneThreads answers POST /threads/prune (the SDK's threads.prune):
+// strategy "delete" (the default) deletes each named thread as DELETE
+// /threads/{id} does, its runs stopped first; "keep_latest" keeps each
+// thread and its latest state but deletes its older checkpoints, with
+// their pending writes and the stored values only they needed. Threads
+// that do not exist or are another user's are passed over, as a search
+// would; pruned_count counts the user's threads pruned. keep_latest on a
+// thread with a run pending or running is a 409 naming it, checked for
+// every thread before any is pruned.
+func (s *Server) pruneThreads(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ThreadIDs []string `json:"thread_ids"`
+		Strategy  string   `json:"strategy"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	switch req.Strategy {
+	case "":
+		req.Strategy = "delete"
+	case "delete", "keep_latest":
+	default:
+		return enumIssue("strategy", req.Strategy, "delete", "keep_latest")
+	}
+	if req.ThreadIDs == nil {
+		return api.Invalid(api.Issue{Code: "invalid_type", Path: []any{"thread_ids"}, Message: "Required: a list of thread ids"})
+	}
+	if len(req.ThreadIDs) > maxPruneThreads {
+		return api.Invalid(api.Issue{Code: "too_big", Path: []any{"thread_ids"}, Message: fmt.Sprintf("At most %d thread ids in one request, got %d", maxPruneThreads, len(req.ThreadIDs))})
+	}
+	ids := make([]string, 0, len(req.ThreadIDs))
+	seen := make(map[string]bool, len(req.ThreadIDs))
+	for i, id := range req.ThreadIDs {
+		if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+			return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"thread_ids", i}, Message: "Invalid uuid"})
+		}
+		if id = strings.ToLower(id); !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	ctx, owner := r.Context(), user(r)
+	var threads []records.Thread
+	for _, id := range ids {
+		t, err := s.rec.GetThread(ctx, owner, id)
+		if errors.Is(err, records.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if req.Strategy == "keep_latest" && t.Status == records.ThreadBusy {
+			return api.Conflict("Thread %s is busy: a run is pending or running; nothing was pruned", id)
+		}
+		threads = append(threads, t)
+	}
+	pruned := 0
+	for _, t := range threads {
+		var err error
+		if req.Strategy == "delete" {
+			err = s.removeThread(ctx, owner, t.ID)
+			if errors.Is(err, errNoSuchThread) {
+				continue // deleted meanwhile
+			}
+		} else {
+			err = s.pruneCheckpoints(ctx, t.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("pruning thread %s (%d of the %d named threads pruned before it): %w", t.ID, pruned, len(ids), err)
+		}
+		pruned++
+	}
+	api.WriteJSON(w, http.StatusOK, map[string]int{"pruned_count": pruned})
+	return nil
+}
+
+// pruneCheckpoints deletes every checkpoint of a thread but the latest of
+// each namespace.
+func (s *Server) pruneCheckpoints(ctx context.Context, threadID string) error {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	_, err := s.saver.Prune(ctx, threadID, checkpoint.PruneOptions{KeepLatest: 1})
+	return err
 }
 
 func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {

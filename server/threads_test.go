@@ -309,3 +309,90 @@ func TestThreadIDsAreTimeOrdered(t *testing.T) {
 		}
 	}
 }
+
+// POST /threads/prune (the SDK's threads.prune): keep_latest leaves each
+// named thread with its latest checkpoint and its state, delete deletes
+// threads; threads that are missing or another user's are passed over,
+// and a busy thread stops keep_latest before anything is pruned.
+func TestPruneThreads(t *testing.T) {
+	s := newServer(t, server.Options{})
+	bob := s.as("bob")
+	alice := s.as("alice")
+	twoRuns := func(c *testServer) string {
+		tid := c.newThread()
+		c.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("one")})
+		c.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("two")})
+		return tid
+	}
+	history := func(c *testServer, tid string) int {
+		var hist []any
+		c.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
+		return len(hist)
+	}
+	a, b, theirs := twoRuns(alice), twoRuns(alice), twoRuns(bob)
+	if n := history(alice, a); n != 6 {
+		t.Fatalf("history before the prune: %d checkpoints, want 6", n)
+	}
+	before := alice.must(200, "GET", "/threads/"+a+"/state", nil).obj(t)
+	missing := "00000000-0000-4000-8000-000000000000"
+	got := alice.must(200, "POST", "/threads/prune", map[string]any{"thread_ids": []string{a, strings.ToUpper(b), theirs, missing, a}, "strategy": "keep_latest"}).obj(t)
+	if got["pruned_count"] != float64(2) {
+		t.Errorf("keep_latest pruned_count = %v, want 2 (alice's two threads)", got["pruned_count"])
+	}
+	if n := history(alice, a); n != 1 {
+		t.Errorf("history after keep_latest: %d checkpoints, want 1", n)
+	}
+	after := alice.must(200, "GET", "/threads/"+a+"/state", nil).obj(t)
+	if diff := cmp.Diff(before["values"], after["values"]); diff != "" {
+		t.Errorf("state after keep_latest (-before +after):\n%s", diff)
+	}
+	// The thread goes on from its kept state.
+	v := alice.must(200, "POST", "/threads/"+a+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("three")}).obj(t)
+	if msgs := v["messages"].([]any); len(msgs) != 6 {
+		t.Errorf("a run after the prune sees %d messages, want 6", len(msgs))
+	}
+	if n := history(bob, theirs); n != 6 {
+		t.Errorf("bob's thread after alice's prune: %d checkpoints, want 6", n)
+	}
+
+	// A busy thread: keep_latest prunes nothing and names it.
+	c := twoRuns(alice)
+	busy := alice.newThread()
+	alice.startSlow(busy, "p", 600000)
+	r := alice.do("POST", "/threads/prune", map[string]any{"thread_ids": []string{c, busy}, "strategy": "keep_latest"})
+	if r.status != 409 || !strings.Contains(string(r.body), busy) {
+		t.Errorf("keep_latest with a busy thread: %d %s; want 409 naming it", r.status, r.body)
+	}
+	if n := history(alice, c); n != 6 {
+		t.Errorf("the thread before the busy one: %d checkpoints after the refused prune, want 6", n)
+	}
+
+	// delete (the default) deletes, a running thread too (its run stops).
+	got = alice.must(200, "POST", "/threads/prune", map[string]any{"thread_ids": []string{a, busy, theirs}}).obj(t)
+	if got["pruned_count"] != float64(2) {
+		t.Errorf("delete pruned_count = %v, want 2", got["pruned_count"])
+	}
+	alice.must(404, "GET", "/threads/"+a, nil)
+	alice.must(404, "GET", "/threads/"+busy, nil)
+	bob.must(200, "GET", "/threads/"+theirs, nil)
+	if got := alice.must(200, "POST", "/threads/prune", map[string]any{"thread_ids": []string{}}).obj(t); got["pruned_count"] != float64(0) {
+		t.Errorf("an empty list: %v", got)
+	}
+
+	for _, bad := range []struct {
+		body  any
+		field string
+	}{
+		{map[string]any{"thread_ids": []string{b}, "strategy": "all"}, "strategy"},
+		{map[string]any{"strategy": "delete"}, "thread_ids"},
+		{map[string]any{"thread_ids": []string{b, "not-a-uuid"}}, "thread_ids"},
+		{map[string]any{"thread_ids": make([]string, 1001)}, "thread_ids"},
+		{map[string]any{"thread_ids": "all"}, "thread_ids"},
+	} {
+		r := alice.do("POST", "/threads/prune", bad.body)
+		if r.status != 400 || !strings.Contains(string(r.body), bad.field) {
+			t.Errorf("prune %v: %d %s; want 400 naming %s", bad.body, r.status, r.body, bad.field)
+		}
+	}
+	alice.must(200, "GET", "/threads/"+b, nil)
+}
