@@ -577,6 +577,13 @@ type ThreadDriver interface {
 	// back exactly as before, and the thread goes on from them as if the
 	// deleted ones had never been written.
 	Rewind(ctx context.Context, threadID, checkpointID string) (int, error)
+	// ReplaceWrites makes the pending writes of checkpoint cfg (which
+	// must exist: ErrNotFound otherwise, with nothing changed) exactly
+	// writes, in their order, as a Tuple of it read them earlier: every
+	// write stored since is deleted and every special write replaced
+	// since is back. Writes of one task that follow each other are stored
+	// as one PutWrites of that task would store them.
+	ReplaceWrites(ctx context.Context, cfg Config, writes []PendingWrite) error
 }
 
 // ListThreads yields the threads that have checkpoints, most recently
@@ -664,6 +671,35 @@ func (s *Saver) Rewind(ctx context.Context, threadID, checkpointID string) (int,
 	}
 	n, err := s.d.Rewind(ctx, threadID, checkpointID)
 	return n, done(err)
+}
+
+// RestoreWrites makes the pending writes of checkpoint cfg exactly writes,
+// the PendingWrites of a Tuple of it read earlier: what was written to it
+// since is deleted, and what was replaced since is back. It undoes what a
+// run wrote to the checkpoint it started from, which Rewind keeps: a
+// server's rollback of a run that resumed an interrupt restores the
+// interrupted checkpoint's writes as they were before the run, so the
+// resume value and the writes of the tasks the run finished are gone and
+// the thread waits at its interrupt again. cfg must name a checkpoint
+// (ErrNotFound when it does not exist). It owns the thread while it runs,
+// as Rewind does, or is fenced by the lease ctx carries.
+func (s *Saver) RestoreWrites(ctx context.Context, cfg Config, writes []PendingWrite) error {
+	if err := needThread("restore writes", cfg.ThreadID); err != nil {
+		return err
+	}
+	if cfg.CheckpointID == "" {
+		return fmt.Errorf("%w: restore writes: no checkpoint id given for thread %q", ErrInvalid, cfg.ThreadID)
+	}
+	for i, w := range writes {
+		if w.TaskID == "" || w.Channel == "" {
+			return fmt.Errorf("%w: restore writes: write %d has no task id or channel (task %q, channel %q)", ErrInvalid, i, w.TaskID, w.Channel)
+		}
+	}
+	ctx, done, err := s.own(ctx, "restore writes", cfg.ThreadID)
+	if err != nil {
+		return err
+	}
+	return done(s.d.ReplaceWrites(ctx, cfg, writes))
 }
 
 // PruneKeeps reports which of a namespace's checkpoints opts keeps. ids and

@@ -322,6 +322,35 @@ func (m *MemoryDriver) PutWrites(ctx context.Context, cfg Config, taskID string,
 	return nil
 }
 
+// ReplaceWrites implements Driver.
+func (m *MemoryDriver) ReplaceWrites(ctx context.Context, cfg Config, writes []PendingWrite) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.fenceLocked(ctx, cfg.ThreadID); err != nil {
+		return err
+	}
+	t := m.threads[cfg.ThreadID]
+	found := false
+	if t != nil {
+		_, found = slices.BinarySearchFunc(t.byNS[cfg.Namespace], cfg.CheckpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+	}
+	if !found {
+		return fmt.Errorf("%w: replace writes: thread %q has no checkpoint %q in namespace %q", ErrNotFound, cfg.ThreadID, cfg.CheckpointID, cfg.Namespace)
+	}
+	list := make([]PendingWrite, len(writes))
+	for i, w := range writes {
+		w.Value = slices.Clone(w.Value)
+		list[i] = w
+	}
+	k := writesKey{cfg.Namespace, cfg.CheckpointID}
+	if len(list) == 0 {
+		delete(t.writes, k)
+		return nil
+	}
+	t.writes[k] = list
+	return nil
+}
+
 // DeleteThread implements Driver.
 func (m *MemoryDriver) DeleteThread(ctx context.Context, threadID string) error {
 	m.mu.Lock()

@@ -2,10 +2,13 @@ package checkpointtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/graph"
@@ -306,4 +309,99 @@ func testThreadOpsOwnership(t *testing.T, s *checkpoint.Saver) {
 		t.Fatal(err)
 	}
 	acquire(t, s, "u", checkpoint.LeaseOptions{}).Release(bg)
+}
+
+// testRestoreWrites: RestoreWrites makes a checkpoint's pending writes
+// what a Tuple read earlier: writes made since go, special writes replaced
+// since come back, in their order, and nothing else changes.
+func testRestoreWrites(t *testing.T, s *checkpoint.Saver) {
+	mustPut(t, s, "rw", "", "", cp("c1", nil, nil), checkpoint.Metadata{})
+	c1 := checkpoint.Config{ThreadID: "rw", CheckpointID: "c1"}
+	pw := func(ch, v string) checkpoint.PendingWrite {
+		return checkpoint.PendingWrite{Channel: ch, Value: json.RawMessage(v)}
+	}
+	put := func(cfg checkpoint.Config, task string, ws ...checkpoint.PendingWrite) {
+		t.Helper()
+		if err := s.PutWrites(bg, cfg, task, ws); err != nil {
+			t.Fatalf("PutWrites %s: %v", task, err)
+		}
+	}
+	// The writes of a step that stopped at an interrupt: a task that
+	// finished, the interrupted one, a failed one.
+	put(c1, "task-a", pw("x", `1`), pw("y", `"a"`))
+	put(c1, "task-c", pw(checkpoint.InterruptChannel, `[{"id":"i1","value":"?"}]`))
+	put(c1, "task-b", pw(checkpoint.ErrorChannel, `"boom"`))
+	put(c1, "task-d", pw("x", `1`), checkpoint.PendingWrite{Channel: "none"}, pw(checkpoint.ErrorChannel, `"e"`), pw("z", `null`))
+	before := mustGet(t, s, "rw", "", "c1").PendingWrites
+	if len(before) != 8 {
+		t.Fatalf("before: %d pending writes, want 8: %v", len(before), before)
+	}
+	// What a run resuming it writes: resume values, the interrupted
+	// task's writes, a special write replaced, another task's.
+	put(c1, checkpoint.NullTaskID, pw(checkpoint.ResumeChannel, `"yes"`))
+	put(c1, "task-c", pw(checkpoint.ResumeChannel, `["yes"]`), pw("x", `2`))
+	put(c1, "task-b", pw(checkpoint.ErrorChannel, `"boom again"`))
+	put(c1, "task-e", pw("w", `{"k":[1,2]}`))
+	// Another checkpoint's writes, which stay as they are.
+	mustPut(t, s, "rw", "", "c1", cp("c2", nil, nil), checkpoint.Metadata{})
+	c2 := checkpoint.Config{ThreadID: "rw", CheckpointID: "c2"}
+	put(c2, "task-f", pw("x", `5`))
+	after := mustGet(t, s, "rw", "", "c1").PendingWrites
+	if len(after) != 12 {
+		t.Fatalf("after the resume: %d pending writes, want 12: %v", len(after), after)
+	}
+
+	if err := s.RestoreWrites(bg, c1, before); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(before, mustGet(t, s, "rw", "", "c1").PendingWrites, tupleOpts); d != "" {
+		t.Fatalf("restored writes (-want +got):\n%s", d)
+	}
+	if got := mustGet(t, s, "rw", "", "c2").PendingWrites; len(got) != 1 || got[0].TaskID != "task-f" {
+		t.Fatalf("another checkpoint's writes after the restore: %v", got)
+	}
+	// Restored, they behave as written: a task's regular writes are
+	// stored once, a special write replaces.
+	put(c1, "task-a", pw("x", `3`))
+	put(c1, "task-b", pw(checkpoint.ErrorChannel, `"third"`))
+	again := mustGet(t, s, "rw", "", "c1").PendingWrites
+	if len(again) != len(before) || string(again[0].Value) != `1` || string(again[3].Value) != `"third"` {
+		t.Fatalf("writes after the restore: %v", again)
+	}
+	// Any set round-trips, the later one too; none deletes them all.
+	if err := s.RestoreWrites(bg, c1, after); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(after, mustGet(t, s, "rw", "", "c1").PendingWrites, tupleOpts); d != "" {
+		t.Fatalf("restored later writes (-want +got):\n%s", d)
+	}
+	if err := s.RestoreWrites(bg, c1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, "rw", "", "c1").PendingWrites; len(got) != 0 {
+		t.Fatalf("after restoring none: %v", got)
+	}
+
+	err := s.RestoreWrites(bg, checkpoint.Config{ThreadID: "rw", CheckpointID: "c9"}, before)
+	wantErr(t, err, checkpoint.ErrNotFound, "RestoreWrites of a checkpoint that does not exist")
+	err = s.RestoreWrites(bg, checkpoint.Config{ThreadID: "rw"}, before)
+	wantErr(t, err, checkpoint.ErrInvalid, "RestoreWrites without a checkpoint id")
+	err = s.RestoreWrites(bg, c1, []checkpoint.PendingWrite{pw("x", `1`)})
+	wantErr(t, err, checkpoint.ErrInvalid, "RestoreWrites of a write without a task id")
+	// Another run holds the thread: nothing is changed.
+	put(c1, "task-a", pw("x", `1`))
+	l := acquire(t, s, "rw", checkpoint.LeaseOptions{})
+	defer l.Release(bg)
+	err = s.RestoreWrites(bg, c1, nil)
+	wantErr(t, err, checkpoint.ErrThreadBusy, "RestoreWrites while another run holds the thread")
+	if got := mustGet(t, s, "rw", "", "c1").PendingWrites; len(got) != 1 {
+		t.Fatalf("a refused restore changed the writes: %v", got)
+	}
+	// Under that run's lease it is fenced, and goes through.
+	if err := s.RestoreWrites(checkpoint.WithLease(bg, l), c1, before); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, "rw", "", "c1").PendingWrites; len(got) != len(before) {
+		t.Fatalf("restore under the lease: %v", got)
+	}
 }

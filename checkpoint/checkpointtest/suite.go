@@ -55,6 +55,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) *checkpoint.Saver) {
 		{"DeleteThread", testDeleteThread},
 		{"Prune", testPrune},
 		{"Rewind", testRewind},
+		{"RestoreWrites", testRestoreWrites},
 		{"ThreadOpsOwnership", testThreadOpsOwnership},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"BadInput", testBadInput},

@@ -936,48 +936,104 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx
 			}
 			known = true
 		}
-		insert := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
+		stmts := s.taskWriteStmts(cfg, taskID, writes, hasRegular, known)
+		if len(stmts) == 0 {
+			return nil
+		}
+		return tx.ExecBatch(ctx, stmts)
+	})
+}
+
+// taskWriteStmts are the statements that store one task's pending writes
+// of checkpoint cfg, as PutWrites stores them: each special write replaces
+// the task's earlier one, and each run of regular writes between them is
+// one row, stored only when the task has none stored (hasRegular; unless
+// known, the insert itself checks).
+func (s *Store) taskWriteStmts(cfg checkpoint.Config, taskID string, writes []checkpoint.PendingWrite, hasRegular, known bool) []Stmt {
+	insert := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO `)
-		// The one regular row, inserted only when the task has none
-		// stored: one statement instead of a query and an insert.
-		insertOnce := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
+	// The one regular row, inserted only when the task has none
+	// stored: one statement instead of a query and an insert.
+	insertOnce := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM weft_checkpoint_writes
 WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx >= 0)
 ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`)
-		// One batch: one round trip in PostgreSQL, whatever the number of
-		// writes.
-		stmts := make([]Stmt, 0, len(writes))
-		idx := int64(0)
+	// One batch: one round trip in PostgreSQL, whatever the number of
+	// writes.
+	stmts := make([]Stmt, 0, len(writes))
+	idx := int64(0)
+	for i := 0; i < len(writes); {
+		w := writes[i]
+		if checkpoint.IsSpecialChannel(w.Channel) {
+			// Special channels replace an earlier write of the task.
+			value, f := encode(w.Value)
+			stmts = append(stmts, Stmt{Query: insert + "UPDATE SET channel = excluded.channel, fmt = excluded.fmt, value = excluded.value",
+				Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, specialIdx[w.Channel], w.Channel, f, value}})
+			i++
+			continue
+		}
+		// A run of regular writes goes in one row (see packWrites).
+		j := i + 1
+		for j < len(writes) && !checkpoint.IsSpecialChannel(writes[j].Channel) {
+			j++
+		}
+		run := writes[i:j]
+		i = j
+		if hasRegular {
+			continue
+		}
+		row := packRun(run)
+		channel := row.channel
+		stored, f := encode(row.value)
+		q := insert + "NOTHING"
+		if !known {
+			q = insertOnce
+		}
+		stmts = append(stmts, Stmt{Query: q,
+			Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, channel, f, stored}})
+		idx++
+	}
+	return stmts
+}
+
+// ReplaceWrites implements checkpoint.Driver: in one transaction, fenced,
+// it deletes every pending write of checkpoint cfg and stores writes in
+// their order, each run of one task's writes as PutWrites stores them.
+func (s *Store) ReplaceWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.PendingWrite) error {
+	return s.write(ctx, []string{cfg.ThreadID}, func(tx Tx, bt *batch) error {
+		bt.forget()
+		if err := s.checkFence(ctx, tx, cfg.ThreadID); err != nil {
+			return err
+		}
+		var one int64
+		found, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`),
+			[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID}, &one)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: replace writes: thread %q has no checkpoint %q in namespace %q", checkpoint.ErrNotFound, cfg.ThreadID, cfg.CheckpointID, cfg.Namespace)
+		}
+		if _, err := tx.Exec(ctx, s.d.q(`DELETE FROM weft_checkpoint_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`), cfg.ThreadID, cfg.Namespace, cfg.CheckpointID); err != nil {
+			return err
+		}
+		// regular marks the tasks whose regular writes are stored again
+		// already: a task's writes may come in several runs, apart.
+		regular := map[string]bool{}
+		var stmts []Stmt
 		for i := 0; i < len(writes); {
-			w := writes[i]
-			if checkpoint.IsSpecialChannel(w.Channel) {
-				// Special channels replace an earlier write of the task.
-				value, f := encode(w.Value)
-				stmts = append(stmts, Stmt{Query: insert + "UPDATE SET channel = excluded.channel, fmt = excluded.fmt, value = excluded.value",
-					Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, specialIdx[w.Channel], w.Channel, f, value}})
-				i++
-				continue
-			}
-			// A run of regular writes goes in one row (see packWrites).
+			task := writes[i].TaskID
 			j := i + 1
-			for j < len(writes) && !checkpoint.IsSpecialChannel(writes[j].Channel) {
+			for j < len(writes) && writes[j].TaskID == task {
 				j++
 			}
-			run := writes[i:j]
+			stmts = append(stmts, s.taskWriteStmts(cfg, task, writes[i:j], regular[task], true)...)
+			for _, w := range writes[i:j] {
+				if !checkpoint.IsSpecialChannel(w.Channel) {
+					regular[task] = true
+				}
+			}
 			i = j
-			if hasRegular {
-				continue
-			}
-			row := packRun(run)
-			channel := row.channel
-			stored, f := encode(row.value)
-			q := insert + "NOTHING"
-			if !known {
-				q = insertOnce
-			}
-			stmts = append(stmts, Stmt{Query: q,
-				Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, channel, f, stored}})
-			idx++
 		}
 		if len(stmts) == 0 {
 			return nil
