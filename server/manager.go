@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,6 +82,10 @@ type liveRun struct {
 	lease *checkpoint.Lease
 	// tel is the run's telemetry once it executes (nil without).
 	tel *telemetry.Run
+	// start is where the run started, when a rollback cannot tell that
+	// from its checkpoints alone (see startOf); set before it executes,
+	// read at its end on its own goroutine.
+	start *runStart
 
 	// done closes when the run ended; status and result are set before.
 	done      chan struct{}
@@ -616,6 +621,9 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 	if err != nil {
 		return err
 	}
+	if lr.start, err = m.startOf(ctx, lr); err != nil {
+		return err
+	}
 	opts := &graph.RunOptions{
 		ThreadID:        lr.rec.ThreadID,
 		Lease:           lease,
@@ -694,6 +702,59 @@ func (m *manager) input(ctx context.Context, lr *liveRun) (graph.Update, error) 
 		return commandUpdate(g, lr.kw.Command)
 	}
 	return g.DecodeInput(lr.kw.Input)
+}
+
+// runStart is what a rollback puts back: the thread's latest checkpoint
+// when the run started (every later one is the run's), and, for a run
+// that continued a checkpoint, that checkpoint's pending writes as they
+// were before the run added its own.
+type runStart struct {
+	latest string
+	from   *checkpoint.Config
+	writes []checkpoint.PendingWrite
+}
+
+// startOf reads where lr starts, for a run whose rollback needs more than
+// its own checkpoints tell (nil for the others, which need nothing read):
+// a run that continues a checkpoint (a command, such as a resume, or no
+// input) writes to that checkpoint, which a rollback keeps, so its
+// writes are kept to be restored; a run from a checkpoint_id other than
+// the latest makes checkpoints whose parent is not the latest, so the
+// latest is kept to rewind to. A run taken over after a restart started
+// in another process: its start is not known here.
+func (m *manager) startOf(ctx context.Context, lr *liveRun) (*runStart, error) {
+	continues := lr.kw.Command != nil || isNullJSON(lr.kw.Input)
+	if lr.recovered || (!continues && lr.kw.CheckpointID == "") {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	thread := lr.rec.ThreadID
+	latest, err := m.s.saver.Get(ctx, checkpoint.Config{ThreadID: thread})
+	if err != nil {
+		return nil, err
+	}
+	st := &runStart{}
+	if latest != nil {
+		st.latest = latest.Config.CheckpointID
+	}
+	from := latest
+	if lr.kw.CheckpointID != "" && continues {
+		if from, err = m.s.saver.Get(ctx, checkpoint.Config{ThreadID: thread, Namespace: lr.kw.CheckpointNS, CheckpointID: lr.kw.CheckpointID}); err != nil {
+			return nil, err
+		}
+	}
+	if continues && from != nil {
+		cfg := from.Config
+		st.from, st.writes = &cfg, from.PendingWrites
+	}
+	return st, nil
+}
+
+// isNullJSON reports whether a request's JSON value is absent or null.
+func isNullJSON(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
 }
 
 // checkpointMeta is saved with each checkpoint of the run: its metadata
@@ -916,7 +977,7 @@ func (m *manager) rollback(ctx context.Context, lr *liveRun, lease *checkpoint.L
 		return m.s.rec.RemoveRun(ctx, rec.ThreadID, rec.ID)
 	})
 	values, interrupts := json.RawMessage(nil), json.RawMessage(nil)
-	if err := m.rewind(ctx, rec, lease); err != nil {
+	if err := m.rewind(ctx, lr, lease); err != nil {
 		m.s.log.Error("server: rewinding a rolled back run's checkpoints; the thread keeps them", "run_id", rec.ID, "thread_id", rec.ThreadID, "err", err)
 	} else if v, its, err := m.threadState(ctx, lr); err == nil {
 		values, interrupts = v, its
@@ -927,12 +988,28 @@ func (m *manager) rollback(ctx context.Context, lr *liveRun, lease *checkpoint.L
 	})
 }
 
-// rewind deletes the checkpoints a run made: every checkpoint after the
-// one its first checkpoint followed (all of the thread's, when the run
-// was its first).
-func (m *manager) rewind(ctx context.Context, rec records.Run, lease *checkpoint.Lease) error {
+// rewind deletes what a run wrote to its thread's checkpoints: every
+// checkpoint after the thread's latest when it started (all of the
+// thread's, when the run was its first), and, when it continued a
+// checkpoint (a resume), the pending writes it added to that one, whose
+// writes are restored to what they were (runStart). Without a known start
+// the latest is the one the run's first checkpoint followed.
+func (m *manager) rewind(ctx context.Context, lr *liveRun, lease *checkpoint.Lease) error {
 	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
 	defer cancel()
+	rec := lr.rec
+	if lease != nil {
+		ctx = checkpoint.WithLease(ctx, lease)
+	}
+	if st := lr.start; st != nil {
+		if _, err := m.s.saver.Rewind(ctx, rec.ThreadID, st.latest); err != nil {
+			return err
+		}
+		if st.from != nil {
+			return m.s.saver.RestoreWrites(ctx, *st.from, st.writes)
+		}
+		return nil
+	}
 	root := ""
 	var from *checkpoint.Config
 	found := false
@@ -948,9 +1025,6 @@ func (m *manager) rewind(ctx context.Context, rec records.Run, lease *checkpoint
 	to := "" // the run was the thread's first: delete every checkpoint
 	if from != nil {
 		to = from.CheckpointID
-	}
-	if lease != nil {
-		ctx = checkpoint.WithLease(ctx, lease)
 	}
 	_, err := m.s.saver.Rewind(ctx, rec.ThreadID, to)
 	return err

@@ -11,7 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/checkpoint/dburl"
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/store"
 )
 
 // startSlow starts a slow run on a thread and waits until it runs (or,
@@ -386,5 +390,113 @@ func TestQueuedRunMetadataAtOnce(t *testing.T) {
 	rest := names(queued.rest())
 	if len(rest) == 0 || slices.Contains(rest, "metadata") || !slices.Contains(rest, "values") {
 		t.Fatalf("queued run's later events = %v, want values and no second metadata", rest)
+	}
+}
+
+// A run that resumed an interrupt and is rolled back leaves the thread
+// where it was before it: waiting at the interrupt, with none of the
+// resumed run's writes to the interrupted checkpoint (its resume value,
+// the writes of the node it finished). The next resume answers anew.
+func TestRollbackOfAResumedRun(t *testing.T) {
+	answer := graph.Value[string]("answer")
+	log := graph.Reduce("log", func(cur, upd []string) []string { return append(append([]string(nil), cur...), upd...) })
+	working := make(chan struct{}, 4)
+	gate := func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+		ask := func(ctx context.Context, s graph.State) (graph.Update, error) {
+			a := graph.Ask[string](ctx, "approve?")
+			return answer.Write(a).And(log.Write([]string{"ask:" + a})), nil
+		}
+		work := func(ctx context.Context, s graph.State) (graph.Update, error) {
+			if answer.Get(s) == "slow" {
+				working <- struct{}{}
+				<-ctx.Done()
+				return graph.Update{}, context.Cause(ctx)
+			}
+			return log.Write([]string{"work:" + answer.Get(s)}), nil
+		}
+		return graph.New(answer, log).
+			AddNode("ask", ask, nil).
+			AddNode("work", work, nil).
+			AddEdge(graph.START, "ask").
+			AddEdge("ask", "work").
+			AddEdge("work", graph.END).
+			Compile(&graph.CompileOptions{Checkpointer: saver})
+	}
+	type variant struct {
+		how, backend string
+		open         func(t *testing.T) *dburl.DB
+	}
+	variants := []variant{{"cancel", "memory", nil}, {"strategy", "memory", nil}}
+	for _, b := range backends {
+		variants = append(variants, variant{"cancel", b.name, b.open})
+	}
+	for _, v := range variants {
+		how := v.how
+		t.Run(how+"/"+v.backend, func(t *testing.T) {
+			opts := server.Options{Graphs: map[string]server.GraphFunc{"gate": gate}}
+			if v.open != nil {
+				opts.DB = v.open(t)
+			}
+			s := newServer(t, opts)
+			tid := s.newThread()
+			s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "gate", "input": map[string]any{}})
+			before := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+			if diff := cmp.Diff([]any{"ask"}, before["next"]); diff != "" {
+				t.Fatalf("before the resume, next (-want +got):\n%s", diff)
+			}
+			run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gate", "command": map[string]any{"resume": "slow"}}).obj(t)
+			<-working
+			if how == "cancel" {
+				s.must(204, "POST", "/threads/"+tid+"/runs/"+run["run_id"].(string)+"/cancel?wait=1&action=rollback", nil)
+				after := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+				if diff := cmp.Diff(before, after); diff != "" {
+					t.Errorf("state after the rollback (-before +after):\n%s", diff)
+				}
+				got := s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "gate", "command": map[string]any{"resume": "no"}}).obj(t)
+				if diff := cmp.Diff([]any{"ask:no", "work:no"}, got["log"]); diff != "" {
+					t.Errorf("the resume after the rollback: log (-want +got):\n%s", diff)
+				}
+				return
+			}
+			got := s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "gate", "command": map[string]any{"resume": "no"}, "multitask_strategy": "rollback"}).obj(t)
+			if diff := cmp.Diff([]any{"ask:no", "work:no"}, got["log"]); diff != "" {
+				t.Errorf("the resume that rolled the other back: log (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A rolled back run that started from an earlier checkpoint (checkpoint_id)
+// takes only its own checkpoints with it: the runs after that checkpoint
+// keep theirs, and the thread is back at its latest.
+func TestRollbackOfARunFromAnEarlierCheckpoint(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "a"}})
+	first := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "b"}})
+	var before []map[string]any
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &before)
+	stateBefore := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "checkpoint_id": first, "input": map[string]any{"delay_ms": 600000, "tag": "c"}}).obj(t)
+	rid := run["run_id"].(string)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var hist []map[string]any
+		s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
+		if len(hist) > len(before) {
+			break // the run has made its first checkpoint
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run from an earlier checkpoint made no checkpoint in 30 s")
+		}
+	}
+	s.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=rollback", nil)
+	var after []map[string]any
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &after)
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("history after the rollback (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(stateBefore, s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)); diff != "" {
+		t.Errorf("state after the rollback (-before +after):\n%s", diff)
 	}
 }
