@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weftlabs/weft/checkpoint"
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/ids"
@@ -82,6 +84,9 @@ type liveRun struct {
 	lease *checkpoint.Lease
 	// tel is the run's telemetry once it executes (nil without).
 	tel *telemetry.Run
+	// parent is the trace context of the request that created the run
+	// (telemetry.RunInfo.Parent); set before it is launched.
+	parent trace.SpanContext
 	// start is where the run started, when a rollback cannot tell that
 	// from its checkpoints alone (see startOf); set before it executes,
 	// read at its end on its own goroutine.
@@ -495,7 +500,7 @@ func (m *manager) run(lr *liveRun) {
 	}
 	ctx, lr.tel = m.s.opts.Telemetry.StartRun(ctx, telemetry.RunInfo{
 		RunID: lr.rec.ID, ThreadID: threadID, AssistantID: lr.rec.AssistantID,
-		GraphID: lr.graph.id, User: lr.rec.Owner, Attempt: lr.rec.Attempt,
+		GraphID: lr.graph.id, User: lr.rec.Owner, Attempt: lr.rec.Attempt, Parent: lr.parent,
 	})
 	enc := newEncoder(lr.kw.StreamMode, lr.kw.Subgraphs, runMeta(lr.rec.Metadata, threadID, lr.rec.ID, lr.rec.Attempt))
 	runErr := m.stream(ctx, lr, lease, enc)

@@ -309,3 +309,56 @@ func TestObservability(t *testing.T) {
 		t.Errorf("%d run spans and %d node spans; want 2 and some", roots, nodeSpans)
 	}
 }
+
+// A run created by a request that carries a W3C traceparent is a child of
+// the request's trace: the front end's trace goes on through the run and
+// its nodes. A request without one, or with a malformed one, starts a
+// trace of its own.
+func TestRunTraceFollowsTheRequest(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{
+		Registry: prometheus.NewRegistry(), TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, server.Options{Telemetry: tel})
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	tid := s.newThread()
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("traced")}, "traceparent", "00-"+traceID+"-"+parentID+"-01")
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("own")})
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("bad")}, "traceparent", "00-not-a-trace")
+	var runs []tracetest.SpanStub
+	for _, sp := range exp.GetSpans() {
+		if sp.Name == "invoke_agent echo" {
+			runs = append(runs, sp)
+		}
+	}
+	if len(runs) != 3 {
+		t.Fatalf("%d run spans, want 3", len(runs))
+	}
+	traced := runs[0]
+	if got := traced.SpanContext.TraceID().String(); got != traceID {
+		t.Errorf("the traced run's trace id = %s, want the request's %s", got, traceID)
+	}
+	if got := traced.Parent.SpanID().String(); got != parentID || !traced.Parent.IsRemote() {
+		t.Errorf("the traced run's parent = %s (remote %v), want the request's span %s", got, traced.Parent.IsRemote(), parentID)
+	}
+	nodes := 0
+	for _, sp := range exp.GetSpans() {
+		if sp.Parent.SpanID() == traced.SpanContext.SpanID() {
+			nodes++
+			if sp.SpanContext.TraceID().String() != traceID {
+				t.Errorf("node span %s is in trace %s, want %s", sp.Name, sp.SpanContext.TraceID(), traceID)
+			}
+		}
+	}
+	if nodes == 0 {
+		t.Error("the traced run's nodes have no spans under it")
+	}
+	for i, sp := range runs[1:] {
+		if sp.Parent.IsValid() || sp.SpanContext.TraceID().String() == traceID {
+			t.Errorf("run %d (no or a malformed traceparent) has parent %v in trace %s; want a trace of its own", i+2, sp.Parent.SpanID(), sp.SpanContext.TraceID())
+		}
+	}
+}

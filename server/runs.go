@@ -136,6 +136,10 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 	for try := 1; ; try++ {
 		nr.Run.AssistantID, nr.GraphID, nr.AssistantMetadata, nr.Assistant = a.ID, a.GraphID, a.Metadata, a.Stamp()
 		lr, err := s.runs.create(r.Context(), nr, kw, g)
+		if err == nil {
+			// Not launched yet: nothing reads it before launch.
+			lr.parent = telemetry.ParentFromHeader(r.Header)
+		}
 		if !errors.Is(err, records.ErrStaleAssistant) {
 			return lr, err
 		}

@@ -2,12 +2,14 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -24,6 +26,23 @@ type RunInfo struct {
 	// User is the user the run acts for ("" without authentication).
 	User    string
 	Attempt int
+	// Parent is the trace context of the request that created the run
+	// (its W3C traceparent, ParentFromHeader): the run's span is a child
+	// of it, so a front end's trace goes on through the run, its nodes
+	// and its model and tool calls. The zero SpanContext starts a trace.
+	Parent trace.SpanContext
+}
+
+// ParentFromHeader reads the W3C trace context (traceparent and
+// tracestate) of an HTTP request, for RunInfo.Parent of a run the request
+// creates. A header that is missing or malformed gives the zero
+// SpanContext: the run starts a trace of its own.
+func ParentFromHeader(h http.Header) trace.SpanContext {
+	if h.Get("traceparent") == "" {
+		return trace.SpanContext{}
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.HeaderCarrier(h))
+	return trace.SpanContextFromContext(ctx)
 }
 
 // StreamModes are the stream modes Run.Observe reads: the caller adds
@@ -61,6 +80,9 @@ func (t *Telemetry) StartRun(ctx context.Context, info RunInfo) (context.Context
 		return ctx, nil
 	}
 	r := &Run{t: t, info: info, start: time.Now(), tasks: map[string]*taskSpan{}}
+	if info.Parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, info.Parent)
+	}
 	ctx, r.span = t.tracer.Start(ctx, "invoke_agent "+info.GraphID,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(r.start),
