@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/weftlabs/weft/internal/ids"
@@ -584,6 +585,10 @@ type ThreadDriver interface {
 	// since is back. Writes of one task that follow each other are stored
 	// as one PutWrites of that task would store them.
 	ReplaceWrites(ctx context.Context, cfg Config, writes []PendingWrite) error
+	// PatchMetadata sets each key of extra in the Extra metadata of
+	// checkpoint cfg (which must exist: ErrNotFound otherwise, with
+	// nothing changed), keeping the keys extra does not name.
+	PatchMetadata(ctx context.Context, cfg Config, extra map[string]any) error
 }
 
 // ListThreads yields the threads that have checkpoints, most recently
@@ -700,6 +705,50 @@ func (s *Saver) RestoreWrites(ctx context.Context, cfg Config, writes []PendingW
 		return err
 	}
 	return done(s.d.ReplaceWrites(ctx, cfg, writes))
+}
+
+// reservedMetadata are the metadata keys a checkpoint's own fields hold
+// (Metadata's Source, Step and Parents, and the ids LangGraph puts
+// beside them): PatchMetadata refuses them.
+var reservedMetadata = []string{"source", "step", "parents", "thread_id", "checkpoint_id", "checkpoint_ns"}
+
+// PatchMetadata sets each key of extra in the caller-supplied metadata
+// (Metadata.Extra) of checkpoint cfg, or of the latest checkpoint of cfg's
+// namespace when cfg.CheckpointID is empty, and returns the address of
+// the checkpoint it patched: LangGraph Platform's PATCH
+// /threads/{id}/state, which tags a state (a bookmark, a rating) after
+// the fact. Keys extra does not name are kept; a key set to nil is stored
+// as null. The checkpoint's own fields cannot be patched: a key among
+// source, step, parents, thread_id, checkpoint_id and checkpoint_ns is
+// ErrInvalid, as is a value that is not JSON. A thread with no checkpoint
+// is ErrNotFound. It owns the thread while it runs, as Rewind does.
+func (s *Saver) PatchMetadata(ctx context.Context, cfg Config, extra map[string]any) (Config, error) {
+	if err := needThread("patch metadata", cfg.ThreadID); err != nil {
+		return Config{}, err
+	}
+	for k := range extra {
+		if slices.Contains(reservedMetadata, k) {
+			return Config{}, fmt.Errorf("%w: patch metadata: %q is a checkpoint's own field, not caller metadata; patch other keys", ErrInvalid, k)
+		}
+	}
+	if _, err := json.Marshal(extra); err != nil {
+		return Config{}, fmt.Errorf("%w: patch metadata: the values must be JSON: %v", ErrInvalid, err)
+	}
+	ctx, done, err := s.own(ctx, "patch metadata", cfg.ThreadID)
+	if err != nil {
+		return Config{}, err
+	}
+	if cfg.CheckpointID == "" {
+		t, err := s.d.Get(ctx, cfg)
+		if err != nil {
+			return Config{}, done(err)
+		}
+		if t == nil {
+			return Config{}, done(fmt.Errorf("%w: patch metadata: thread %q has no checkpoint in namespace %q", ErrNotFound, cfg.ThreadID, cfg.Namespace))
+		}
+		cfg = t.Config
+	}
+	return cfg, done(s.d.PatchMetadata(ctx, cfg, extra))
 }
 
 // PruneKeeps reports which of a namespace's checkpoints opts keeps. ids and

@@ -351,6 +351,33 @@ func (m *MemoryDriver) ReplaceWrites(ctx context.Context, cfg Config, writes []P
 	return nil
 }
 
+// PatchMetadata implements Driver.
+func (m *MemoryDriver) PatchMetadata(ctx context.Context, cfg Config, extra map[string]any) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.fenceLocked(ctx, cfg.ThreadID); err != nil {
+		return err
+	}
+	var c *memCheckpoint
+	if t := m.threads[cfg.ThreadID]; t != nil {
+		list := t.byNS[cfg.Namespace]
+		if i, ok := slices.BinarySearchFunc(list, cfg.CheckpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+			c = list[i]
+		}
+	}
+	if c == nil {
+		return fmt.Errorf("%w: patch metadata: thread %q has no checkpoint %q in namespace %q", ErrNotFound, cfg.ThreadID, cfg.CheckpointID, cfg.Namespace)
+	}
+	// Stored values are never changed in place: readers may hold them.
+	merged := make(map[string]any, len(c.meta.Extra)+len(extra))
+	maps.Copy(merged, c.meta.Extra)
+	for k, v := range extra {
+		merged[k] = cloneJSONValue(v)
+	}
+	c.meta.Extra = merged
+	return nil
+}
+
 // DeleteThread implements Driver.
 func (m *MemoryDriver) DeleteThread(ctx context.Context, threadID string) error {
 	m.mu.Lock()
@@ -360,4 +387,19 @@ func (m *MemoryDriver) DeleteThread(ctx context.Context, threadID string) error 
 	}
 	delete(m.threads, threadID)
 	return nil
+}
+
+// cloneJSONValue is v as a JSON store gives it back (numbers as float64,
+// structs as maps), so that the caller's later changes to v do not reach
+// what is stored. Saver.PatchMetadata has checked that v encodes.
+func cloneJSONValue(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return v
+	}
+	return out
 }

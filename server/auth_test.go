@@ -34,6 +34,7 @@ func TestUsersAreKeptApart(t *testing.T) {
 		{"POST", th + "/copy", nil},
 		{"GET", th + "/state", nil},
 		{"POST", th + "/state", map[string]any{"values": map[string]any{"request": "mine"}}},
+		{"PATCH", th + "/state", map[string]any{"metadata": map[string]any{"rating": "bob's"}}},
 		{"GET", th + "/state/" + cp, nil},
 		{"POST", th + "/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": cp}}},
 		{"GET", th + "/history", nil},

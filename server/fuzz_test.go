@@ -40,7 +40,7 @@ func FuzzRequestBodies(f *testing.F) {
 	targets := []struct{ method, path string }{
 		{"POST", "/threads"}, {"POST", "/threads/search"}, {"POST", "/threads/count"},
 		{"PATCH", "/threads/" + tid}, {"POST", "/threads/" + tid + "/state"}, {"POST", "/threads/" + tid + "/history"},
-		{"POST", "/threads/" + tid + "/state/checkpoint"}, {"POST", "/threads/prune"},
+		{"POST", "/threads/" + tid + "/state/checkpoint"}, {"POST", "/threads/prune"}, {"PATCH", "/threads/" + tid + "/state"},
 		{"POST", "/assistants"}, {"POST", "/assistants/search"}, {"POST", "/assistants/count"},
 		{"PATCH", "/assistants/echo"}, {"POST", "/assistants/echo/versions"}, {"POST", "/assistants/echo/latest"},
 		{"PUT", "/store/items"}, {"DELETE", "/store/items"}, {"POST", "/store/items/search"}, {"POST", "/store/namespaces"},

@@ -157,6 +157,7 @@ func (s *Server) routes() http.Handler {
 	handle("POST /threads/prune", s.pruneThreads)
 	handle("GET /threads/{thread_id}/state", s.getState)
 	handle("POST /threads/{thread_id}/state", s.updateState)
+	handle("PATCH /threads/{thread_id}/state", s.patchState)
 	handle("GET /threads/{thread_id}/state/{checkpoint_id}", s.getStateAt)
 	handle("POST /threads/{thread_id}/state/checkpoint", s.getStateAtPost)
 	handle("GET /threads/{thread_id}/history", s.history)

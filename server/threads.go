@@ -437,6 +437,41 @@ func (s *Server) getStateAtPost(w http.ResponseWriter, r *http.Request) error {
 	return s.writeState(w, r, cp.CheckpointID, cp.CheckpointNS, req.Subgraphs)
 }
 
+// patchState answers PATCH /threads/{id}/state (the SDK's
+// threads.patchState): it sets keys of the metadata of the thread's
+// latest checkpoint, as a bookmark or a rating, and answers 204. The
+// checkpoint's own fields (source, step, parents and the ids) are refused
+// with a 400 naming the key; a thread with no state is a 404; a thread a
+// run holds is a 409.
+func (s *Server) patchState(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.ownThread(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := api.DecodeBody(w, r, 0, &req); err != nil {
+		return err
+	}
+	if req.Metadata == nil {
+		return api.Invalid(api.Issue{Code: "invalid_type", Path: []any{"metadata"}, Message: "Required: an object of the metadata keys to set"})
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), checkpointTimeout)
+	defer cancel()
+	_, err = s.saver.PatchMetadata(ctx, checkpoint.Config{ThreadID: t.ID}, req.Metadata)
+	switch {
+	case errors.Is(err, checkpoint.ErrInvalid):
+		return api.Invalid(api.Field(err.Error(), "metadata"))
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return api.NotFound("Thread %s has no state to patch: it has not run yet", t.ID)
+	case err != nil:
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Values       json.RawMessage `json:"values"`

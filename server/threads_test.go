@@ -396,3 +396,42 @@ func TestPruneThreads(t *testing.T) {
 	}
 	alice.must(200, "GET", "/threads/"+b, nil)
 }
+
+// PATCH /threads/{id}/state (the SDK's threads.patchState) sets keys of
+// the latest checkpoint's metadata: the state and its history show them,
+// and the history filters on them.
+func TestPatchState(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	s.must(404, "PATCH", "/threads/"+tid+"/state", map[string]any{"metadata": map[string]any{"tag": "x"}})
+	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("one")})
+	before := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	s.must(204, "PATCH", "/threads/"+tid+"/state", map[string]any{"metadata": map[string]any{"rating": "good", "score": 4}})
+	after := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+	md := after["metadata"].(map[string]any)
+	if md["rating"] != "good" || md["score"] != float64(4) || md["step"] != before["metadata"].(map[string]any)["step"] || md["run_id"] == nil {
+		t.Errorf("metadata after the patch = %v", md)
+	}
+	if diff := cmp.Diff(before["values"], after["values"]); diff != "" {
+		t.Errorf("the patch changed the values (-before +after):\n%s", diff)
+	}
+	var hist []map[string]any
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"metadata": map[string]any{"rating": "good"}}).json(t, &hist)
+	if len(hist) != 1 || hist[0]["checkpoint"].(map[string]any)["checkpoint_id"] != after["checkpoint"].(map[string]any)["checkpoint_id"] {
+		t.Errorf("history filtered by the patched key: %d states", len(hist))
+	}
+
+	for _, bad := range []map[string]any{{}, {"metadata": map[string]any{"step": 3}}, {"metadata": "x"}} {
+		if r := s.do("PATCH", "/threads/"+tid+"/state", bad); r.status != 400 || !strings.Contains(string(r.body), "metadata") {
+			t.Errorf("patch %v: %d %s; want 400 naming metadata", bad, r.status, r.body)
+		}
+	}
+	s.as("bob").must(404, "PATCH", "/threads/"+tid+"/state", map[string]any{"metadata": map[string]any{"rating": "bad"}})
+	busy := s.newThread()
+	s.must(200, "POST", "/threads/"+busy+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1}})
+	rid := s.startSlow(busy, "busy", 600000)
+	if r := s.do("PATCH", "/threads/"+busy+"/state", map[string]any{"metadata": map[string]any{"rating": "busy"}}); r.status != 409 {
+		t.Errorf("patch while a run holds the thread: %d %s; want 409", r.status, r.body)
+	}
+	s.must(204, "POST", "/threads/"+busy+"/runs/"+rid+"/cancel?wait=1", nil)
+}

@@ -405,3 +405,58 @@ func testRestoreWrites(t *testing.T, s *checkpoint.Saver) {
 		t.Fatalf("restore under the lease: %v", got)
 	}
 }
+
+// testPatchMetadata: PatchMetadata sets keys of a checkpoint's caller
+// metadata, the latest one's when no id is given, keeps the others, and
+// what it sets is read and filtered on as if it had been put.
+func testPatchMetadata(t *testing.T, s *checkpoint.Saver) {
+	mustPut(t, s, "pm", "", "", cp("c1", nil, nil), checkpoint.Metadata{Source: "input", Step: -1, Extra: map[string]any{"run_id": "r1"}})
+	mustPut(t, s, "pm", "", "c1", cp("c2", nil, nil), checkpoint.Metadata{Source: "loop", Step: 0, Extra: map[string]any{"run_id": "r1", "keep": "k"}})
+	got, err := s.PatchMetadata(bg, checkpoint.Config{ThreadID: "pm"}, map[string]any{"tag": "good", "keep": nil, "score": 4, "nested": map[string]any{"a": []int{1, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (checkpoint.Config{ThreadID: "pm", CheckpointID: "c2"}); got != want {
+		t.Fatalf("PatchMetadata patched %+v, want the latest, %+v", got, want)
+	}
+	meta := mustGet(t, s, "pm", "", "c2").Metadata
+	want := checkpoint.Metadata{Source: "loop", Step: 0, Extra: map[string]any{
+		"run_id": "r1", "keep": nil, "tag": "good", "score": float64(4), "nested": map[string]any{"a": []any{float64(1), float64(2)}},
+	}}
+	if d := cmp.Diff(want, meta); d != "" {
+		t.Fatalf("patched metadata (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]any{"run_id": "r1"}, mustGet(t, s, "pm", "", "c1").Metadata.Extra); d != "" {
+		t.Fatalf("the other checkpoint's metadata (-want +got):\n%s", d)
+	}
+	// An older checkpoint, named.
+	if _, err := s.PatchMetadata(bg, checkpoint.Config{ThreadID: "pm", CheckpointID: "c1"}, map[string]any{"tag": "first"}); err != nil {
+		t.Fatal(err)
+	}
+	var tagged []string
+	for tp, err := range s.List(bg, "pm", checkpoint.ListOptions{Filter: map[string]any{"tag": "good"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tagged = append(tagged, tp.Config.CheckpointID)
+	}
+	if d := cmp.Diff([]string{"c2"}, tagged); d != "" {
+		t.Fatalf("listed by the patched key (-want +got):\n%s", d)
+	}
+
+	_, err = s.PatchMetadata(bg, checkpoint.Config{ThreadID: "pm"}, map[string]any{"step": 9})
+	wantErr(t, err, checkpoint.ErrInvalid, "PatchMetadata of a checkpoint's own field")
+	_, err = s.PatchMetadata(bg, checkpoint.Config{ThreadID: "pm"}, map[string]any{"f": func() {}})
+	wantErr(t, err, checkpoint.ErrInvalid, "PatchMetadata with a value that is not JSON")
+	_, err = s.PatchMetadata(bg, checkpoint.Config{ThreadID: "pm-none"}, map[string]any{"tag": "x"})
+	wantErr(t, err, checkpoint.ErrNotFound, "PatchMetadata of a thread with no checkpoint")
+	_, err = s.PatchMetadata(bg, checkpoint.Config{ThreadID: "pm", CheckpointID: "c9"}, map[string]any{"tag": "x"})
+	wantErr(t, err, checkpoint.ErrNotFound, "PatchMetadata of a checkpoint that does not exist")
+	l := acquire(t, s, "pm", checkpoint.LeaseOptions{})
+	defer l.Release(bg)
+	_, err = s.PatchMetadata(bg, checkpoint.Config{ThreadID: "pm"}, map[string]any{"tag": "busy"})
+	wantErr(t, err, checkpoint.ErrThreadBusy, "PatchMetadata while another run holds the thread")
+	if tag := mustGet(t, s, "pm", "", "c2").Metadata.Extra["tag"]; tag != "good" {
+		t.Fatalf("a refused patch changed the metadata: tag = %v", tag)
+	}
+}

@@ -56,6 +56,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) *checkpoint.Saver) {
 		{"Prune", testPrune},
 		{"Rewind", testRewind},
 		{"RestoreWrites", testRestoreWrites},
+		{"PatchMetadata", testPatchMetadata},
 		{"ThreadOpsOwnership", testThreadOpsOwnership},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"BadInput", testBadInput},

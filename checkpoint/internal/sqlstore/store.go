@@ -1042,6 +1042,44 @@ func (s *Store) ReplaceWrites(ctx context.Context, cfg checkpoint.Config, writes
 	})
 }
 
+// PatchMetadata implements checkpoint.Driver: in one transaction, fenced,
+// it reads checkpoint cfg's metadata, sets extra's keys in its Extra and
+// writes it back.
+func (s *Store) PatchMetadata(ctx context.Context, cfg checkpoint.Config, extra map[string]any) error {
+	return s.write(ctx, []string{cfg.ThreadID}, func(tx Tx, bt *batch) error {
+		bt.forget()
+		if err := s.checkFence(ctx, tx, cfg.ThreadID); err != nil {
+			return err
+		}
+		row := cpRow{ns: cfg.Namespace, id: cfg.CheckpointID}
+		found, err := queryRow(ctx, tx, s.d.q(`SELECT fmt, metadata FROM weft_checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`),
+			[]any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID}, &row.fmt, &row.meta)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: patch metadata: thread %q has no checkpoint %q in namespace %q", checkpoint.ErrNotFound, cfg.ThreadID, cfg.CheckpointID, cfg.Namespace)
+		}
+		meta, err := decodeMeta(cfg.ThreadID, row)
+		if err != nil {
+			return err
+		}
+		if meta.Extra == nil {
+			meta.Extra = make(map[string]any, len(extra))
+		}
+		for k, v := range extra {
+			meta.Extra[k] = v
+		}
+		b, err := marshalMeta(meta)
+		if err != nil {
+			return fmt.Errorf("%w: patch metadata: %v", checkpoint.ErrInvalid, err)
+		}
+		_, err = tx.Exec(ctx, s.d.q(`UPDATE weft_checkpoints SET metadata = $4 WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`),
+			cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, string(b))
+		return err
+	})
+}
+
 // ---------------------------------------------------------------- reads
 
 // cpRow is a row of weft_checkpoints.
