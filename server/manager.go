@@ -939,6 +939,9 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	if h := m.s.opts.Hooks.OnEnd; h != nil && status != records.RunPending {
 		h(lr.ctx, m.info(lr), status, runErr)
 	}
+	if lr.kw.Webhook != "" && status != records.RunPending {
+		m.s.webhooks.send(lr, status, values, runErr)
+	}
 	close(lr.done)
 }
 

@@ -98,6 +98,9 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
+	if err := s.webhooks.check(req.Webhook); err != nil {
+		return nil, err
+	}
 	noAssistant := func() error {
 		return api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID).Because(errNoSuchAssistant)
 	}

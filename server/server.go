@@ -30,6 +30,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -148,6 +149,10 @@ type Options struct {
 	// /threads/{thread_id}/files lists and serves to the thread's owner
 	// and which is deleted with the thread; nil serves none.
 	ThreadFiles ThreadFilesFunc
+	// Webhooks configure the webhooks runs may name ("webhook": a URL the
+	// server POSTs the run to once it ends); nil calls them with the
+	// defaults of WebhookOptions, to any host.
+	Webhooks *WebhookOptions
 }
 
 // RunHooks are called as runs start and end, on the run's goroutine: keep
@@ -185,6 +190,8 @@ type Server struct {
 	runs         *manager
 	// doc serves the design documents' own API (docapi.go).
 	doc *docAPI
+	// webhooks calls the webhooks of the runs this process ends.
+	webhooks *webhooks
 	// assistants keeps the assistants runs were made from.
 	assistants assistantCache
 	// closers release what New opened, in reverse order.
@@ -242,6 +249,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	s.doc = newDocAPI()
+	s.webhooks = newWebhooks(opts.Webhooks, s.log)
 	s.runs = newManager(s)
 	if err := s.runs.start(ctx); err != nil {
 		s.closeAll()
@@ -352,6 +360,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// The runs are over (or left to resume): the document API's
 	// WebSockets are told the server goes away.
 	s.doc.shutdown(ctx)
+	// The webhooks of the runs that ended are sent (their tries again are
+	// given up) before what they read is closed.
+	err = errors.Join(err, s.webhooks.shutdown(ctx))
 	s.closeAll()
 	return err
 }

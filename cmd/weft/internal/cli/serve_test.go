@@ -261,3 +261,29 @@ func TestServeWebUI(t *testing.T) {
 		}
 	}
 }
+
+// --webhook-hosts limits the hosts runs' webhooks may name, and
+// --no-webhooks refuses them: such runs are answered 400 naming webhook.
+func TestServeWebhookFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		hook  string
+		want  int
+	}{
+		{[]string{"--no-webhooks"}, "https://hooks.example.com/x", 400},
+		{[]string{"--webhook-hosts", "hooks.example.com"}, "http://127.0.0.1:9/x", 400},
+		{[]string{"--webhook-hosts", "*.example.com,127.0.0.1"}, "http://127.0.0.1:9/x", 200},
+	} {
+		url, _ := startServe(t, append([]string{"--graphs", "apitest", "--db", filepath.Join(t.TempDir(), "weft.db")}, tc.flags...)...)
+		body := `{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"x"}]},"webhook":"` + tc.hook + `"}`
+		res, err := http.Post(url+"/runs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.want || (tc.want == 400 && !strings.Contains(string(msg), "webhook")) {
+			t.Errorf("%v, webhook %s: %d %s; want %d", tc.flags, tc.hook, res.StatusCode, msg, tc.want)
+		}
+	}
+}

@@ -43,6 +43,10 @@ type opsConfig struct {
 	redisPrefix string
 	// pprofAddr serves net/http/pprof on a listener of its own.
 	pprofAddr string
+	// webhookHosts are the hosts runs' webhooks may name; noWebhooks
+	// refuses every webhook.
+	webhookHosts []string
+	noWebhooks   bool
 }
 
 func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
@@ -54,6 +58,8 @@ func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
 	f.StringVar(&c.redisURL, "redis", "", "a Redis, redis://[user:password@]host:port/db, that several weft serve processes on one PostgreSQL database share runs' streams (and --rate-limit) through (default $"+redisEnv+"; none: each process streams the runs it executes)")
 	f.StringVar(&c.redisPrefix, "redis-prefix", server.DefaultBrokerPrefix, "the prefix of the keys of runs' streams in --redis: the processes serving one database share one")
 	f.BoolVar(&c.logRequests, "log-requests", true, "log one line per request: method, route, status, duration, user, thread, run")
+	f.StringSliceVar(&c.webhookHosts, "webhook-hosts", nil, "the only hosts a run's webhook may name (host names, or *.domain for its subdomains); default any host: set it when users you do not trust reach the server, whose webhooks could otherwise make it call your own network")
+	f.BoolVar(&c.noWebhooks, "no-webhooks", false, "refuse runs that name a webhook (400) instead of calling it when they end")
 	f.StringVar(&c.pprofAddr, "pprof", "", "serve Go's profiles (net/http/pprof, under /debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060, apart from --addr; none by default")
 }
 
@@ -171,6 +177,10 @@ func serveOps(ctx context.Context, c serveConfig, log *slog.Logger) (server.Opti
 		return fail(fmt.Errorf("--max-body-bytes %d, --max-runs %d, --rate-limit %v, --rate-burst %d: want a positive body bound, and no negative limit", o.maxBody, o.maxRuns, o.rateLimit, o.rateBurst))
 	}
 	opts.MaxBodyBytes, opts.MaxRuns, opts.LogRequests = o.maxBody, o.maxRuns, o.logRequests
+	opts.Webhooks = &server.WebhookOptions{AllowedHosts: o.webhookHosts, Disabled: o.noWebhooks}
+	if keys != nil && len(o.webhookHosts) == 0 && !o.noWebhooks {
+		log.Warn("weft serve: runs' webhooks may name any host, so a user can make the server POST to addresses of its own network; limit them with --webhook-hosts, or refuse them with --no-webhooks")
+	}
 
 	tel, err := telemetry.New(ctx, telemetry.Options{ServiceVersion: versionString(c.version), Logger: log})
 	if err != nil {
