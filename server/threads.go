@@ -47,18 +47,108 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	} else if _, err := uuid.Parse(req.ThreadID); err != nil || len(req.ThreadID) != 36 {
 		return api.Invalid(api.Issue{Code: "invalid_string", Path: []any{"thread_id"}, Message: "Invalid uuid"})
 	}
+	var g *servedGraph
+	var steps [][]graph.StateUpdate
 	if len(req.Supersteps) > 0 {
-		return api.Unprocessable("supersteps are not supported: create the thread, then update its state")
+		var err error
+		if g, err = s.superstepsGraph(req.Metadata); err != nil {
+			return err
+		}
+		for i, st := range req.Supersteps {
+			if len(st.Updates) == 0 {
+				return api.Invalid(api.Field("a superstep needs at least one update", "supersteps", i, "updates"))
+			}
+			var ups []graph.StateUpdate
+			for j, u := range st.Updates {
+				up, err := superstepUpdate(g, u.Values, u.Command)
+				if err != nil {
+					return api.Invalid(api.Field(err.Error(), "supersteps", i, "updates", j))
+				}
+				ups = append(ups, graph.StateUpdate{Update: up, AsNode: u.AsNode})
+			}
+			steps = append(steps, ups)
+		}
 	}
-	t, err := s.rec.CreateThread(r.Context(), records.Thread{ID: req.ThreadID, Owner: user(r), Metadata: req.Metadata}, req.IfExists == "do_nothing")
+	ctx := r.Context()
+	t, err := s.rec.CreateThread(ctx, records.Thread{ID: req.ThreadID, Owner: user(r), Metadata: req.Metadata}, req.IfExists == "do_nothing")
 	if err != nil {
 		if errors.Is(err, records.ErrConflict) {
 			return api.Conflict("Thread already exists")
 		}
 		return err
 	}
+	if steps != nil && t.Values == nil && t.Status == records.ThreadIdle {
+		// A new thread (do_nothing answers an existing one as it is): its
+		// history is built step by step; if that fails, the thread goes.
+		if err := s.applySupersteps(ctx, g, t.ID, steps); err != nil {
+			if rerr := s.removeThread(context.WithoutCancel(ctx), t.Owner, t.ID); rerr != nil {
+				s.log.Error("server: removing a thread whose supersteps failed", "thread_id", t.ID, "err", rerr)
+			}
+			return err
+		}
+		if t, err = s.rec.GetThread(ctx, t.Owner, t.ID); err != nil {
+			return err
+		}
+	}
 	api.WriteJSON(w, http.StatusOK, threadOut(t))
 	return nil
+}
+
+// superstepsGraph returns the graph a new thread's supersteps update: the one
+// its metadata's graph_id names (the SDK's threads.create sets it from
+// graphId).
+func (s *Server) superstepsGraph(metadata json.RawMessage) (*servedGraph, error) {
+	var m struct {
+		GraphID string `json:"graph_id"`
+	}
+	_ = json.Unmarshal(metadata, &m)
+	if m.GraphID == "" {
+		return nil, api.Invalid(api.Field("supersteps update a graph's state: name it in metadata.graph_id (the SDK's graphId)", "metadata", "graph_id"))
+	}
+	g, ok := s.graphs[m.GraphID]
+	if !ok {
+		return nil, api.Invalid(api.Field(fmt.Sprintf("graph %q is not served here", m.GraphID), "metadata", "graph_id"))
+	}
+	return g, nil
+}
+
+// superstepUpdate decodes one update of a superstep: its values, and a
+// command's update and goto (a resume has nothing to resume in a new
+// thread).
+func superstepUpdate(g *servedGraph, values json.RawMessage, cmd *commandJSON) (graph.Update, error) {
+	var u graph.Update
+	if len(values) > 0 && string(values) != "null" {
+		v, err := decodeValues(g.g, values)
+		if err != nil {
+			return graph.Update{}, fmt.Errorf("values: %v", err)
+		}
+		u = v
+	}
+	if cmd != nil {
+		if len(cmd.Resume) > 0 && string(cmd.Resume) != "null" {
+			return graph.Update{}, errors.New("command.resume: a new thread has no interrupt to resume; give values, or a command's update and goto")
+		}
+		c, err := commandUpdate(g.g, cmd)
+		if err != nil {
+			return graph.Update{}, fmt.Errorf("command: %v", err)
+		}
+		u = u.And(c)
+	}
+	return u, nil
+}
+
+// applySupersteps builds a new thread's history (graph.BulkUpdateState)
+// and records its state.
+func (s *Server) applySupersteps(ctx context.Context, g *servedGraph, threadID string, steps [][]graph.StateUpdate) error {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	if _, err := g.g.BulkUpdateState(ctx, checkpoint.Config{ThreadID: threadID}, steps); err != nil {
+		if errors.Is(err, graph.ErrInvalidInput) || errors.Is(err, graph.ErrInvalidUpdate) {
+			return api.Invalid(api.Field(err.Error(), "supersteps"))
+		}
+		return err
+	}
+	return s.recordThreadState(ctx, g, threadID)
 }
 
 // ownThread returns the request user's thread from the path.

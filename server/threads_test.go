@@ -435,3 +435,60 @@ func TestPatchState(t *testing.T) {
 	}
 	s.must(204, "POST", "/threads/"+busy+"/runs/"+rid+"/cancel?wait=1", nil)
 }
+
+// POST /threads with supersteps (the SDK's threads.create({supersteps}))
+// builds the new thread's history update by update, as a run would have:
+// input, START, then the nodes; a run then goes on from it. Bad
+// supersteps create nothing and name what is wrong.
+func TestCreateThreadWithSupersteps(t *testing.T) {
+	s := newServer(t, server.Options{})
+	human := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi there", "id": "h1"}}}
+	ai := map[string]any{"messages": []any{map[string]any{"type": "ai", "content": "hi there", "id": "a1"}}}
+	th := s.must(200, "POST", "/threads", map[string]any{
+		"metadata": map[string]any{"graph_id": "echo", "source": "import"},
+		"supersteps": []any{
+			map[string]any{"updates": []any{map[string]any{"values": human, "as_node": "__input__"}}},
+			map[string]any{"updates": []any{map[string]any{"values": human, "as_node": "__start__"}}},
+			map[string]any{"updates": []any{map[string]any{"values": ai, "as_node": "echo"}}},
+		},
+	}).obj(t)
+	tid := th["thread_id"].(string)
+	msgs, _ := th["values"].(map[string]any)["messages"].([]any)
+	if len(msgs) != 2 || msgs[0].(map[string]any)["type"] != "human" || msgs[1].(map[string]any)["content"] != "hi there" || th["status"] != "idle" {
+		t.Errorf("the thread the supersteps built = %v", th)
+	}
+	var hist []map[string]any
+	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}).json(t, &hist)
+	var steps []any
+	for _, h := range hist {
+		steps = append(steps, h["metadata"].(map[string]any)["step"])
+	}
+	if diff := cmp.Diff([]any{1.0, 0.0, -1.0}, steps); diff != "" {
+		t.Errorf("history steps, newest first (-want +got):\n%s", diff)
+	}
+	v := s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "and again"}}}}).obj(t)
+	if msgs := v["messages"].([]any); len(msgs) != 4 {
+		t.Errorf("a run after the supersteps sees %d messages, want 4", len(msgs))
+	}
+
+	for _, bad := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"supersteps": []any{map[string]any{"updates": []any{map[string]any{"values": human, "as_node": "__input__"}}}}}, "graph_id"},
+		{map[string]any{"metadata": map[string]any{"graph_id": "nope"}, "supersteps": []any{map[string]any{"updates": []any{map[string]any{"values": human}}}}}, "graph_id"},
+		{map[string]any{"metadata": map[string]any{"graph_id": "echo"}, "supersteps": []any{map[string]any{"updates": []any{}}}}, "updates"},
+		{map[string]any{"metadata": map[string]any{"graph_id": "echo"}, "supersteps": []any{map[string]any{"updates": []any{map[string]any{"values": map[string]any{"nope": 1}, "as_node": "__input__"}}}}}, "supersteps"},
+		{map[string]any{"metadata": map[string]any{"graph_id": "echo"}, "supersteps": []any{map[string]any{"updates": []any{map[string]any{"command": map[string]any{"resume": "x"}}}}}}, "resume"},
+		{map[string]any{"metadata": map[string]any{"graph_id": "echo"}, "supersteps": []any{map[string]any{"updates": []any{map[string]any{"values": human, "as_node": "no-such-node"}}}}}, "supersteps"},
+	} {
+		before := s.must(200, "POST", "/threads/count", map[string]any{}).body
+		r := s.do("POST", "/threads", bad.body)
+		if r.status != 400 || !strings.Contains(string(r.body), bad.field) {
+			t.Errorf("supersteps %v: %d %s; want 400 naming %s", bad.body, r.status, r.body, bad.field)
+		}
+		if after := s.must(200, "POST", "/threads/count", map[string]any{}).body; string(after) != string(before) {
+			t.Errorf("bad supersteps %v left a thread: count %s → %s", bad.body, before, after)
+		}
+	}
+}

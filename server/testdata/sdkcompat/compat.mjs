@@ -452,6 +452,27 @@ test(
   { reference: "xfail" },
 );
 
+test("threads.create_supersteps", async ({ c }) => {
+  // A thread built update by update, as a run would have built it: input,
+  // START, then the node; a run then goes on from it.
+  const human = { messages: [{ role: "user", content: "imported", id: "h-1" }] };
+  const t = await c.threads.create({
+    graphId: "echo",
+    metadata: { suite: SUITE },
+    supersteps: [
+      { updates: [{ values: human, asNode: "__input__" }] },
+      { updates: [{ values: human, asNode: "__start__" }] },
+      { updates: [{ values: { messages: [{ type: "ai", content: "imported", id: "a-1" }] }, asNode: "echo" }] },
+    ],
+  });
+  const state = await c.threads.getState(t.thread_id);
+  eq(state.values.messages.map((m) => [m.type, m.content]), [["human", "imported"], ["ai", "imported"]], "the imported messages");
+  eq((await c.threads.getHistory(t.thread_id)).map((h) => h.metadata.step), [1, 0, -1], "history steps, newest first");
+  const v = await c.runs.wait(t.thread_id, "echo", { input: user("after import") });
+  checkEchoed(v, "after import");
+  eq(v.messages.length, 4, "messages after a run on the imported thread");
+});
+
 test("threads.getState", async (ctx) => {
   const { c } = ctx;
   const t = await ctx.thread();
