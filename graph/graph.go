@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"sort"
@@ -199,6 +200,49 @@ func (g *Graph) Nodes() []string {
 		out = append(out, n.name)
 	}
 	return out
+}
+
+// Subgraphs yields the graphs that run as nodes of g (added with a
+// compiled *Graph as the node), by namespace: the node's name, and with
+// recurse their own subgraphs' too, as "node|child" (LangGraph's
+// get_subgraphs). A namespace other than "" yields only the subgraph at
+// that exact namespace; a nested one needs recurse. Graphs a node invokes
+// from inside its function are not among them.
+func (g *Graph) Subgraphs(namespace string, recurse bool) iter.Seq2[string, *Graph] {
+	return func(yield func(string, *Graph) bool) {
+		g.subgraphs(namespace, recurse, yield)
+	}
+}
+
+// subgraphs yields as Subgraphs does; false means the caller stopped, or
+// the one namespace asked for was found.
+func (g *Graph) subgraphs(namespace string, recurse bool, yield func(string, *Graph) bool) bool {
+	for _, n := range g.nodeList[1:] {
+		if n.sub == nil || (namespace != "" && namespace != n.name && !strings.HasPrefix(namespace, n.name+"|")) {
+			continue
+		}
+		if namespace == n.name {
+			yield(n.name, n.sub)
+			return false
+		}
+		if namespace == "" && !yield(n.name, n.sub) {
+			return false
+		}
+		if !recurse {
+			continue
+		}
+		inner := ""
+		if namespace != "" {
+			inner = namespace[len(n.name)+1:]
+		}
+		more := n.sub.subgraphs(inner, true, func(child string, sg *Graph) bool {
+			return yield(n.name+"|"+child, sg)
+		})
+		if !more || namespace != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // Checkpointer returns the saver the graph was compiled with, if any.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -451,14 +452,25 @@ func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// assistantSubgraphs reports no subgraph schemas: weft does not expose a
-// compiled graph's subgraphs yet, so the answer is an empty map, which
-// clients read as a graph without subgraphs.
+// assistantSubgraphs answers GET /assistants/{id}/subgraphs[/{namespace}]
+// (?recurse): the schemas of the graph's subgraphs (graph.Subgraphs), by
+// namespace ("node", "node|child" with recurse), each as GET
+// /assistants/{id}/schemas gives the graph's own. A namespace with no
+// subgraph answers an empty map, as LangGraph's servers do.
 func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request) error {
-	if _, _, err := s.pathAssistantGraph(r); err != nil {
+	a, g, err := s.pathAssistantGraph(r)
+	if err != nil {
 		return err
 	}
-	api.WriteJSON(w, http.StatusOK, map[string]any{})
+	out := map[string]any{}
+	for ns, sg := range g.g.Subgraphs(r.PathValue("namespace"), queryBool(r, "recurse")) {
+		sc, err := sg.Schemas()
+		if err != nil {
+			return fmt.Errorf("the schemas of subgraph %s: %w", ns, err)
+		}
+		out[ns] = map[string]any{"graph_id": a.GraphID, "input_schema": sc.Input, "output_schema": sc.Output, "state_schema": sc.State}
+	}
+	api.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

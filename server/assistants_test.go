@@ -1,12 +1,17 @@
 package server_test
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/store"
 )
 
 // GRAPHS.md's assistant ids: UUID v5 of the graph id.
@@ -194,4 +199,50 @@ func TestAssistantCRUD(t *testing.T) {
 		t.Errorf("delete = %v", del)
 	}
 	alice.must(404, "GET", "/assistants/"+id, nil)
+}
+
+// GET /assistants/{id}/subgraphs[/{namespace}] gives the schemas of the
+// graph's subgraphs by namespace, nested ones with recurse.
+func TestAssistantSubgraphs(t *testing.T) {
+	x := graph.Value[int]("x")
+	y := graph.Value[string]("y")
+	step := func(ctx context.Context, s graph.State) (graph.Update, error) { return x.Write(x.Get(s) + 1), nil }
+	nested := func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+		leaf, err := graph.New(x, y).AddNode("inc", step, nil).AddEdge(graph.START, "inc").Compile(nil)
+		if err != nil {
+			return nil, err
+		}
+		mid, err := graph.New(x).AddSubgraph("leaf", leaf, nil).AddEdge(graph.START, "leaf").Compile(nil)
+		if err != nil {
+			return nil, err
+		}
+		return graph.New(x).AddSubgraph("mid", mid, nil).AddEdge(graph.START, "mid").Compile(&graph.CompileOptions{Checkpointer: saver})
+	}
+	s := newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"nested": nested, "echo": apitestGraphs()["echo"]}})
+	keys := func(path string) []string {
+		var out []string
+		for k := range s.must(200, "GET", path, nil).obj(t) {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for path, want := range map[string][]string{
+		"/assistants/nested/subgraphs":                      {"mid"},
+		"/assistants/nested/subgraphs?recurse=true":         {"mid", "mid|leaf"},
+		"/assistants/nested/subgraphs/mid":                  {"mid"},
+		"/assistants/nested/subgraphs/mid%7Cleaf?recurse=1": {"mid|leaf"},
+		"/assistants/nested/subgraphs/nope":                 nil,
+		"/assistants/echo/subgraphs?recurse=true":           nil,
+	} {
+		if diff := cmp.Diff(want, keys(path)); diff != "" {
+			t.Errorf("GET %s (-want +got):\n%s", path, diff)
+		}
+	}
+	leaf := s.must(200, "GET", "/assistants/nested/subgraphs/mid%7Cleaf?recurse=true", nil).obj(t)["mid|leaf"].(map[string]any)
+	props := leaf["state_schema"].(map[string]any)["properties"].(map[string]any)
+	if props["x"].(map[string]any)["type"] != "integer" || props["y"].(map[string]any)["type"] != "string" || leaf["graph_id"] != "nested" {
+		t.Errorf("the leaf subgraph's schemas = %v", leaf)
+	}
+	s.must(404, "GET", "/assistants/nope/subgraphs", nil)
 }
