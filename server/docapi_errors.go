@@ -105,14 +105,15 @@ var (
 	codeSessionOtherAgent = errorCode{3004, "session_of_another_agent", http.StatusConflict}
 	codeRunNotFound       = errorCode{3005, "run_not_found", http.StatusNotFound}
 
-	codeAgentNotFound  = errorCode{4001, "agent_not_found", http.StatusNotFound}
-	codeRunTimeout     = errorCode{4002, "run_timeout", http.StatusGatewayTimeout}
-	codeRunFailed      = errorCode{4003, "run_failed", http.StatusInternalServerError}
-	codeRecursionLimit = errorCode{4004, "recursion_limit", http.StatusInternalServerError}
-	codeNodeTimeout    = errorCode{4005, "node_timeout", http.StatusGatewayTimeout}
-	codeRunCancelled   = errorCode{4006, "run_cancelled", http.StatusConflict}
-	codeTooManyRuns    = errorCode{4007, "too_many_runs", http.StatusServiceUnavailable}
-	codeInvalidUpdate  = errorCode{4008, "invalid_update", http.StatusInternalServerError}
+	codeAgentNotFound   = errorCode{4001, "agent_not_found", http.StatusNotFound}
+	codeRunTimeout      = errorCode{4002, "run_timeout", http.StatusGatewayTimeout}
+	codeRunFailed       = errorCode{4003, "run_failed", http.StatusInternalServerError}
+	codeRecursionLimit  = errorCode{4004, "recursion_limit", http.StatusInternalServerError}
+	codeNodeTimeout     = errorCode{4005, "node_timeout", http.StatusGatewayTimeout}
+	codeRunCancelled    = errorCode{4006, "run_cancelled", http.StatusConflict}
+	codeTooManyRuns     = errorCode{4007, "too_many_runs", http.StatusServiceUnavailable}
+	codeTooManyUserRuns = errorCode{4009, "too_many_user_runs", http.StatusTooManyRequests}
+	codeInvalidUpdate   = errorCode{4008, "invalid_update", http.StatusInternalServerError}
 
 	codeNothingPending     = errorCode{5001, "nothing_pending", http.StatusConflict}
 	codeActionNotOffered   = errorCode{5002, "action_not_offered", http.StatusUnprocessableEntity}
@@ -229,6 +230,9 @@ func classify(err error) errorCode {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return codeBodyTooLarge
+	}
+	if errors.Is(err, errUserRunsBound) {
+		return codeTooManyUserRuns
 	}
 	var later *retryLater
 	if errors.As(err, &later) {

@@ -50,6 +50,7 @@ func TestErrorCodes(t *testing.T) {
 		{"cancelled", &cancelCause{action: records.MultitaskInterrupt}, 4006},
 		{"cancel requested", checkpoint.ErrCancelRequested, 4006},
 		{"too many runs", errTooManyRuns(3), 4007},
+		{"too many runs of one user", errTooManyUserRuns(2), 4009},
 		{"invalid update", node(graph.ErrInvalidUpdate), 4008},
 		{"nothing pending", &docError{code: codeNothingPending, err: errNothingPending}, 5001},
 		{"action", checkAction(hitlJSON{Kind: "plan", Actions: []string{"accept"}}, "nope", "user_action"), 5002},
@@ -114,7 +115,7 @@ func TestErrorCodesIgnoreText(t *testing.T) {
 func TestErrorCodeTable(t *testing.T) {
 	seen := map[int]string{}
 	codes := []errorCode{codeInvalidRequest, codeMalformedJSON, codeInvalidField, codeBodyTooLarge, codeInvalidInput, codeNotWebSocket,
-		codeNoSuchEndpoint, codeMethodNotAllowed, codeUnauthenticated, codeRateLimited, codeOriginRefused}
+		codeNoSuchEndpoint, codeMethodNotAllowed, codeUnauthenticated, codeRateLimited, codeOriginRefused, codeTooManyRuns, codeTooManyUserRuns}
 	for _, sc := range sentinelCodes {
 		codes = append(codes, sc.code)
 	}

@@ -44,6 +44,10 @@ type manager struct {
 	// admitted holds a token per run created here and not yet ended,
 	// when Options.MaxRuns bounds them; nil otherwise.
 	admitted chan struct{}
+	// userRuns counts the runs each user holds here, created and not yet
+	// ended, when Options.MaxRunsPerUser bounds them. Under userMu.
+	userRuns map[string]int
+	userMu   sync.Mutex
 
 	mu      sync.Mutex
 	runs    map[string]*liveRun    // the runs this process holds, by id
@@ -172,6 +176,37 @@ func (m *manager) admit() bool {
 func (m *manager) unadmit() {
 	if m.admitted != nil {
 		<-m.admitted
+	}
+}
+
+// admitUser takes a place among the runs user holds here, when
+// Options.MaxRunsPerUser bounds them; false means there is none.
+func (m *manager) admitUser(user string) bool {
+	bound := m.s.opts.MaxRunsPerUser
+	if bound <= 0 {
+		return true
+	}
+	m.userMu.Lock()
+	defer m.userMu.Unlock()
+	if m.userRuns[user] >= bound {
+		return false
+	}
+	if m.userRuns == nil {
+		m.userRuns = map[string]int{}
+	}
+	m.userRuns[user]++
+	return true
+}
+
+// unadmitUser gives back a place admitUser took.
+func (m *manager) unadmitUser(user string) {
+	if m.s.opts.MaxRunsPerUser <= 0 {
+		return
+	}
+	m.userMu.Lock()
+	defer m.userMu.Unlock()
+	if m.userRuns[user]--; m.userRuns[user] <= 0 {
+		delete(m.userRuns, user)
 	}
 }
 
@@ -932,6 +967,7 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	lr.status, lr.err = status, runErr
 	if lr.admitted {
 		m.unadmit()
+		m.unadmitUser(lr.rec.Owner)
 	}
 	// lr.tel is set on the run's goroutine, which is the one that closes
 	// an executing run; it is nil for a run that never executed.

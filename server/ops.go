@@ -283,6 +283,20 @@ type retryLater struct {
 func (e *retryLater) Error() string { return e.err.Error() }
 func (e *retryLater) Unwrap() error { return e.err }
 
+// errUserRunsBound marks the answer to a run beyond
+// Options.MaxRunsPerUser.
+var errUserRunsBound = errors.New("server: the user holds as many runs as one user may")
+
+// errTooManyUserRuns is the answer to a run beyond Options.MaxRunsPerUser:
+// 429, as a rate limit, with a Retry-After.
+func errTooManyUserRuns(limit int) error {
+	return &retryLater{
+		err: &api.StatusError{Status: http.StatusTooManyRequests, Message: fmt.Sprintf(
+			"You hold as many runs as one user may (%d, waiting or running); retry when one of them ends", limit), Err: errUserRunsBound},
+		after: time.Second,
+	}
+}
+
 // errTooManyRuns is the answer to a run beyond Options.MaxRuns.
 func errTooManyRuns(limit int) error {
 	return &retryLater{

@@ -205,6 +205,28 @@ func TestMaxRuns(t *testing.T) {
 	s.must(200, "POST", "/threads/"+other+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hi")})
 }
 
+// Beyond MaxRunsPerUser a user's new run is refused with 429 and
+// Retry-After, while other users' runs go on; the place comes back when
+// one of the user's runs ends.
+func TestMaxRunsPerUser(t *testing.T) {
+	s := newServer(t, server.Options{MaxRunsPerUser: 1})
+	alice, bob := s.as("alice"), s.as("bob")
+	tid := alice.newThread()
+	run := alice.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 60000}}).obj(t)
+	other := alice.newThread()
+	for _, path := range []string{"/threads/" + other + "/runs", "/threads/" + other + "/runs/stream", "/runs/wait"} {
+		r := alice.do("POST", path, map[string]any{"assistant_id": "echo", "input": human("hi")})
+		if r.status != 429 || r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "as one user may (1,") {
+			t.Errorf("alice POST %s: %d, Retry-After %q, body %q; want 429 naming the bound", path, r.status, r.header.Get("Retry-After"), r.body)
+		}
+	}
+	bob.must(200, "POST", "/runs/wait", map[string]any{"assistant_id": "echo", "input": human("bob's")})
+	// A refused run took no place: once alice's run ends she runs again.
+	alice.must(204, "POST", "/threads/"+tid+"/runs/"+run["run_id"].(string)+"/cancel?wait=1", nil)
+	alice.must(200, "POST", "/threads/"+other+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hi")})
+	alice.must(200, "POST", "/runs/wait", map[string]any{"assistant_id": "echo", "input": human("and again")})
+}
+
 // syncBuffer is a log destination safe for the server's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex

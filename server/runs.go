@@ -41,6 +41,18 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 			m.unadmit()
 		}
 	}()
+	// And a place among the runs its user holds here
+	// (Options.MaxRunsPerUser), likewise.
+	owner := nr.Run.Owner
+	if !m.admitUser(owner) {
+		m.s.opts.Telemetry.Rejected(telemetry.RejectTooManyUserRuns)
+		return nil, errTooManyUserRuns(m.s.opts.MaxRunsPerUser)
+	}
+	defer func() {
+		if !made {
+			m.unadmitUser(owner)
+		}
+	}()
 	// The thread's lease goes in the run's write when the run is to
 	// start at once (manager.leaseAtCreate): the run then adopts it
 	// instead of taking it in a write of its own. acquired is before

@@ -137,6 +137,11 @@ type Options struct {
 	// executing; a run beyond it is answered 503 with a Retry-After
 	// header. 0 sets no bound (Workers still bounds the runs executing).
 	MaxRuns int
+	// MaxRunsPerUser bounds the runs one user holds in this process at
+	// once, waiting or executing, so that one user cannot take every
+	// worker; a run beyond it is answered 429 with a Retry-After header.
+	// 0 sets no bound. Without Auth every request is the same user.
+	MaxRunsPerUser int
 	// Telemetry records metrics and traces of requests, runs, nodes and
 	// the tool calls inside them, and serves the metrics at GET /metrics;
 	// nil records none.

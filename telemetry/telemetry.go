@@ -188,6 +188,7 @@ const (
 	RejectUnauthenticated = "unauthenticated"
 	RejectRateLimited     = "rate_limited"
 	RejectTooManyRuns     = "too_many_runs"
+	RejectTooManyUserRuns = "too_many_user_runs"
 )
 
 // Rejected counts a request refused before it was handled.

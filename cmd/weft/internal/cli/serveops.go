@@ -38,6 +38,7 @@ type opsConfig struct {
 	rateBurst   int
 	maxBody     int64
 	maxRuns     int
+	maxUserRuns int
 	logRequests bool
 	redisURL    string
 	redisPrefix string
@@ -54,6 +55,7 @@ func addOpsFlags(f *pflag.FlagSet, c *opsConfig) {
 	f.Float64Var(&c.rateLimit, "rate-limit", 0, "requests a second each user (each client address without keys) may make on average; 0 sets no limit. Shared through Redis when $"+redisEnv+" is set")
 	f.IntVar(&c.rateBurst, "rate-burst", 0, "requests a user may make at once before --rate-limit applies (default: one second's worth, at least 1)")
 	f.Int64Var(&c.maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "the largest request body taken, in bytes")
+	f.IntVar(&c.maxUserRuns, "max-runs-per-user", 0, "the most runs one user holds in this process at once, waiting or executing; more are answered 429 (0: no bound)")
 	f.IntVar(&c.maxRuns, "max-runs", 0, "the most runs this process holds at once, waiting or executing; more are answered 503 (0: no bound; --workers bounds those executing)")
 	f.StringVar(&c.redisURL, "redis", "", "a Redis, redis://[user:password@]host:port/db, that several weft serve processes on one PostgreSQL database share runs' streams (and --rate-limit) through (default $"+redisEnv+"; none: each process streams the runs it executes)")
 	f.StringVar(&c.redisPrefix, "redis-prefix", server.DefaultBrokerPrefix, "the prefix of the keys of runs' streams in --redis: the processes serving one database share one")
@@ -173,10 +175,10 @@ func serveOps(ctx context.Context, c serveConfig, log *slog.Logger) (server.Opti
 	} else {
 		log.Warn("weft serve: no API keys: every request acts for the same user; configure --api-keys or $" + apikey.EnvVar + " to keep users apart")
 	}
-	if o.maxBody <= 0 || o.maxRuns < 0 || o.rateLimit < 0 || o.rateBurst < 0 {
-		return fail(fmt.Errorf("--max-body-bytes %d, --max-runs %d, --rate-limit %v, --rate-burst %d: want a positive body bound, and no negative limit", o.maxBody, o.maxRuns, o.rateLimit, o.rateBurst))
+	if o.maxBody <= 0 || o.maxRuns < 0 || o.maxUserRuns < 0 || o.rateLimit < 0 || o.rateBurst < 0 {
+		return fail(fmt.Errorf("--max-body-bytes %d, --max-runs %d, --max-runs-per-user %d, --rate-limit %v, --rate-burst %d: want a positive body bound, and no negative limit", o.maxBody, o.maxRuns, o.maxUserRuns, o.rateLimit, o.rateBurst))
 	}
-	opts.MaxBodyBytes, opts.MaxRuns, opts.LogRequests = o.maxBody, o.maxRuns, o.logRequests
+	opts.MaxBodyBytes, opts.MaxRuns, opts.MaxRunsPerUser, opts.LogRequests = o.maxBody, o.maxRuns, o.maxUserRuns, o.logRequests
 	opts.Webhooks = &server.WebhookOptions{AllowedHosts: o.webhookHosts, Disabled: o.noWebhooks}
 	if keys != nil && len(o.webhookHosts) == 0 && !o.noWebhooks {
 		log.Warn("weft serve: runs' webhooks may name any host, so a user can make the server POST to addresses of its own network; limit them with --webhook-hosts, or refuse them with --no-webhooks")
