@@ -460,3 +460,35 @@ func testPatchMetadata(t *testing.T, s *checkpoint.Saver) {
 		t.Fatalf("a refused patch changed the metadata: tag = %v", tag)
 	}
 }
+
+// testRestoreWritesApart: RestoreWrites keeps the given order exactly when
+// one task's writes are not next to each other in it, regular ones among
+// them: every write comes back, none is taken for one stored already.
+func testRestoreWritesApart(t *testing.T, s *checkpoint.Saver) {
+	mustPut(t, s, "rwa", "", "", cp("c1", nil, nil), checkpoint.Metadata{})
+	c1 := checkpoint.Config{ThreadID: "rwa", CheckpointID: "c1"}
+	w := func(task, ch, v string) checkpoint.PendingWrite {
+		return checkpoint.PendingWrite{TaskID: task, Channel: ch, Value: json.RawMessage(v)}
+	}
+	cases := [][]checkpoint.PendingWrite{
+		{w("task-a", "x", `1`), w("task-b", "y", `2`), w("task-a", "z", `3`)},
+		{w("task-a", "x", `1`), w("task-a", "y", `2`), w("task-b", "y", `3`), w("task-a", checkpoint.ErrorChannel, `"e"`), w("task-a", "z", `4`), w("task-a", "x", `5`)},
+		{w("task-a", "x", `1`), w("task-a", checkpoint.InterruptChannel, `[]`), w("task-a", "y", `2`), w("task-b", "y", `3`), w("task-a", "z", `4`)},
+	}
+	for i, want := range cases {
+		if err := s.RestoreWrites(bg, c1, want); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if d := cmp.Diff(want, mustGet(t, s, "rwa", "", "c1").PendingWrites, tupleOpts); d != "" {
+			t.Errorf("case %d: restored writes (-want +got):\n%s", i, d)
+		}
+	}
+	// Restored, a task's regular writes count as stored: a task run again
+	// adds none.
+	if err := s.PutWrites(bg, c1, "task-a", []checkpoint.PendingWrite{w("", "x", `9`)}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(cases[len(cases)-1], mustGet(t, s, "rwa", "", "c1").PendingWrites, tupleOpts); d != "" {
+		t.Errorf("after task-a wrote again (-want +got):\n%s", d)
+	}
+}

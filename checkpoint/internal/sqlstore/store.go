@@ -936,7 +936,7 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx
 			}
 			known = true
 		}
-		stmts := s.taskWriteStmts(cfg, taskID, writes, hasRegular, known)
+		stmts, _ := s.taskWriteStmts(cfg, taskID, writes, hasRegular, known, 0)
 		if len(stmts) == 0 {
 			return nil
 		}
@@ -948,8 +948,9 @@ WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4 AND idx
 // of checkpoint cfg, as PutWrites stores them: each special write replaces
 // the task's earlier one, and each run of regular writes between them is
 // one row, stored only when the task has none stored (hasRegular; unless
-// known, the insert itself checks).
-func (s *Store) taskWriteStmts(cfg checkpoint.Config, taskID string, writes []checkpoint.PendingWrite, hasRegular, known bool) []Stmt {
+// known, the insert itself checks). The rows of regular writes take the
+// indexes from idx on; it returns the next one.
+func (s *Store) taskWriteStmts(cfg checkpoint.Config, taskID string, writes []checkpoint.PendingWrite, hasRegular, known bool, idx int64) ([]Stmt, int64) {
 	insert := s.d.q(`INSERT INTO weft_checkpoint_writes (thread_id, ns, checkpoint_id, task_id, idx, channel, fmt, value)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO `)
 	// The one regular row, inserted only when the task has none
@@ -961,7 +962,6 @@ ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`)
 	// One batch: one round trip in PostgreSQL, whatever the number of
 	// writes.
 	stmts := make([]Stmt, 0, len(writes))
-	idx := int64(0)
 	for i := 0; i < len(writes); {
 		w := writes[i]
 		if checkpoint.IsSpecialChannel(w.Channel) {
@@ -993,7 +993,7 @@ ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) DO NOTHING`)
 			Args: []any{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, idx, channel, f, stored}})
 		idx++
 	}
-	return stmts
+	return stmts, idx
 }
 
 // ReplaceWrites implements checkpoint.Driver: in one transaction, fenced,
@@ -1017,9 +1017,11 @@ func (s *Store) ReplaceWrites(ctx context.Context, cfg checkpoint.Config, writes
 		if _, err := tx.Exec(ctx, s.d.q(`DELETE FROM weft_checkpoint_writes WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $3`), cfg.ThreadID, cfg.Namespace, cfg.CheckpointID); err != nil {
 			return err
 		}
-		// regular marks the tasks whose regular writes are stored again
-		// already: a task's writes may come in several runs, apart.
-		regular := map[string]bool{}
+		// A task's writes may come in several runs, apart: each run's
+		// regular writes are stored, in rows whose indexes follow those
+		// of the task's earlier runs (next), so that none is taken for a
+		// row stored already and the rows read back in the given order.
+		next := map[string]int64{}
 		var stmts []Stmt
 		for i := 0; i < len(writes); {
 			task := writes[i].TaskID
@@ -1027,12 +1029,9 @@ func (s *Store) ReplaceWrites(ctx context.Context, cfg checkpoint.Config, writes
 			for j < len(writes) && writes[j].TaskID == task {
 				j++
 			}
-			stmts = append(stmts, s.taskWriteStmts(cfg, task, writes[i:j], regular[task], true)...)
-			for _, w := range writes[i:j] {
-				if !checkpoint.IsSpecialChannel(w.Channel) {
-					regular[task] = true
-				}
-			}
+			var ts []Stmt
+			ts, next[task] = s.taskWriteStmts(cfg, task, writes[i:j], false, true, next[task])
+			stmts = append(stmts, ts...)
 			i = j
 		}
 		if len(stmts) == 0 {
