@@ -686,8 +686,11 @@ func (s *Saver) Rewind(ctx context.Context, threadID, checkpointID string) (int,
 // interrupted checkpoint's writes as they were before the run, so the
 // resume value and the writes of the tasks the run finished are gone and
 // the thread waits at its interrupt again. cfg must name a checkpoint
-// (ErrNotFound when it does not exist). It owns the thread while it runs,
-// as Rewind does, or is fenced by the lease ctx carries.
+// (ErrNotFound when it does not exist). Each write names its task and
+// channel, and its value, if any, is JSON; a task writes a special channel
+// at most once (ErrInvalid otherwise, with nothing changed). It owns the
+// thread while it runs, as Rewind does, or is fenced by the lease ctx
+// carries.
 func (s *Saver) RestoreWrites(ctx context.Context, cfg Config, writes []PendingWrite) error {
 	if err := needThread("restore writes", cfg.ThreadID); err != nil {
 		return err
@@ -695,9 +698,23 @@ func (s *Saver) RestoreWrites(ctx context.Context, cfg Config, writes []PendingW
 	if cfg.CheckpointID == "" {
 		return fmt.Errorf("%w: restore writes: no checkpoint id given for thread %q", ErrInvalid, cfg.ThreadID)
 	}
+	// A task writes each special channel once (a second write replaces
+	// the first), as a Tuple reads them: specials holds those seen.
+	type special struct{ task, channel string }
+	specials := map[special]bool{}
 	for i, w := range writes {
 		if w.TaskID == "" || w.Channel == "" {
 			return fmt.Errorf("%w: restore writes: write %d has no task id or channel (task %q, channel %q)", ErrInvalid, i, w.TaskID, w.Channel)
+		}
+		if w.Value != nil && !json.Valid(w.Value) {
+			return notJSON(fmt.Sprintf("restore writes: write %d (channel %q) of task %s", i, w.Channel, w.TaskID), w.Value)
+		}
+		if IsSpecialChannel(w.Channel) {
+			k := special{w.TaskID, w.Channel}
+			if specials[k] {
+				return fmt.Errorf("%w: restore writes: write %d is task %s's second write to %s; a task has at most one write to each special channel", ErrInvalid, i, w.TaskID, w.Channel)
+			}
+			specials[k] = true
 		}
 	}
 	ctx, done, err := s.own(ctx, "restore writes", cfg.ThreadID)

@@ -491,4 +491,19 @@ func testRestoreWritesApart(t *testing.T, s *checkpoint.Saver) {
 	if d := cmp.Diff(cases[len(cases)-1], mustGet(t, s, "rwa", "", "c1").PendingWrites, tupleOpts); d != "" {
 		t.Errorf("after task-a wrote again (-want +got):\n%s", d)
 	}
+	// What no Tuple reads, and no driver could store as given, is refused
+	// as PutWrites refuses it, with nothing changed: a value that is not
+	// JSON, and a task's special channel written twice (the second one
+	// replaces the first in a store).
+	bad := map[string][]checkpoint.PendingWrite{
+		"a value that is not JSON": {w("task-a", "x", `1`), w("task-b", "y", `{"a":`)},
+		"a task's __error__ twice": {w("task-a", checkpoint.ErrorChannel, `"a"`), w("task-b", "y", `1`), w("task-a", checkpoint.ErrorChannel, `"b"`)},
+	}
+	for what, ws := range bad {
+		err := s.RestoreWrites(bg, c1, ws)
+		wantErr(t, err, checkpoint.ErrInvalid, "RestoreWrites of "+what)
+		if d := cmp.Diff(cases[len(cases)-1], mustGet(t, s, "rwa", "", "c1").PendingWrites, tupleOpts); d != "" {
+			t.Errorf("after a refused RestoreWrites of %s (-want +got):\n%s", what, d)
+		}
+	}
 }
