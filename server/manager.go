@@ -1037,7 +1037,9 @@ func (m *manager) rollback(ctx context.Context, lr *liveRun, lease *checkpoint.L
 // thread's, when the run was its first), and, when it continued a
 // checkpoint (a resume), the pending writes it added to that one, whose
 // writes are restored to what they were (runStart). Without a known start
-// the latest is the one the run's first checkpoint followed.
+// (a run taken over after a restart, or rolled back by another process
+// than the one that executed it) the latest is the newest checkpoint the
+// run did not make, and a checkpoint it continued keeps its writes.
 func (m *manager) rewind(ctx context.Context, lr *liveRun, lease *checkpoint.Lease) error {
 	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
 	defer cancel()
@@ -1054,21 +1056,26 @@ func (m *manager) rewind(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 		}
 		return nil
 	}
+	// The run's checkpoints are the newest (it held the thread): the
+	// latest when it started is the newest one after them that it did
+	// not make. That is not the parent of its first checkpoint for a run
+	// from an earlier checkpoint_id, whose later checkpoints are other
+	// runs'.
 	root := ""
-	var from *checkpoint.Config
 	found := false
-	for t, err := range m.s.saver.List(ctx, rec.ThreadID, checkpoint.ListOptions{Namespace: &root, Filter: map[string]any{"run_id": rec.ID}}) {
+	to := "" // the run was the thread's first: delete every checkpoint
+	for t, err := range m.s.saver.List(ctx, rec.ThreadID, checkpoint.ListOptions{Namespace: &root}) {
 		if err != nil {
 			return err
 		}
-		found, from = true, t.Parent
+		if t.Metadata.Extra["run_id"] != rec.ID {
+			to = t.Config.CheckpointID
+			break
+		}
+		found = true
 	}
 	if !found {
 		return nil
-	}
-	to := "" // the run was the thread's first: delete every checkpoint
-	if from != nil {
-		to = from.CheckpointID
 	}
 	_, err := m.s.saver.Rewind(ctx, rec.ThreadID, to)
 	return err
