@@ -54,6 +54,19 @@ type manager struct {
 	lines   map[string]*threadLine // per thread: the run executing and those waiting
 	closing bool
 	wg      sync.WaitGroup // goroutines executing runs
+	// ended holds the stateless resumable runs that ended here while
+	// their events are kept (see keepEnded), by id; endedOrder the same
+	// runs, oldest end first, to drop them as they expire.
+	ended      map[string]endedRun
+	endedOrder []string
+}
+
+// endedRun is a stateless resumable run that ended, whose record went
+// with its temporary thread: a reconnect to its stream (GET
+// /runs/{run_id}/stream) still replays its kept events until then.
+type endedRun struct {
+	rec   records.Run
+	until time.Time
 }
 
 // threadLine is a thread's runs in this process: at most one executing,
@@ -133,6 +146,7 @@ func newManager(s *Server) *manager {
 		durability: o.Durability,
 		runs:       map[string]*liveRun{},
 		lines:      map[string]*threadLine{},
+		ended:      map[string]endedRun{},
 	}
 	if m.broker == nil {
 		m.broker = newMemoryBroker()
@@ -906,10 +920,53 @@ func (m *manager) end(lr *liveRun, enc *encoder, runErr error, lease *checkpoint
 		m.rollback(ctx, lr, lease)
 	}
 	if lr.kw.Temporary {
+		if lr.kw.Resumable {
+			m.keepEnded(lr.rec, status)
+		}
 		m.dropTemporary(ctx, lr.rec, lease)
 	}
 	m.release(ctx, lease)
 	m.closeRun(lr, status, result, runErr)
+}
+
+// keepEnded keeps a stateless resumable run that ended, whose record goes
+// with its temporary thread, for as long as its events are kept: the SDK
+// reconnects to its stream's Location when the stream breaks off, and
+// the run may have ended by then. Runs kept longer are dropped.
+func (m *manager) keepEnded(rec records.Run, status string) {
+	rec.Status = status
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dropEndedLocked(now)
+	m.ended[rec.ID] = endedRun{rec: rec, until: now.Add(m.retain)}
+	m.endedOrder = append(m.endedOrder, rec.ID)
+}
+
+// dropEndedLocked drops the ended runs whose events are no longer kept.
+func (m *manager) dropEndedLocked(now time.Time) {
+	n := 0
+	for _, id := range m.endedOrder {
+		if e, ok := m.ended[id]; ok && now.Before(e.until) {
+			break
+		}
+		delete(m.ended, id)
+		n++
+	}
+	m.endedOrder = m.endedOrder[n:]
+}
+
+// endedStateless returns owner's stateless resumable run runID that ended
+// here and whose events are still kept (keepEnded).
+func (m *manager) endedStateless(owner, runID string) (records.Run, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dropEndedLocked(time.Now())
+	e, ok := m.ended[runID]
+	if !ok || e.rec.Owner != owner {
+		return records.Run{}, false
+	}
+	return e.rec, true
 }
 
 // release gives a run's thread up (a nil lease is none).

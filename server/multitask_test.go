@@ -187,8 +187,9 @@ func TestJoinStream(t *testing.T) {
 // A resumable run's streams carry a Location, where the SDK reconnects
 // with Last-Event-ID when a stream breaks off; a plain run's do not (a
 // reconnect could not replay what was missed). A run's stream is joined
-// by its id alone too: a stateless run's while it goes (its record goes
-// with its thread at its end), and a thread's run's.
+// by its id alone too: a stateless run's while it goes, and after its end
+// (its record gone with its thread) while its events are kept, and a
+// thread's run's.
 func TestStreamLocationAndJoinByID(t *testing.T) {
 	s := newServer(t, server.Options{})
 	tid := s.newThread()
@@ -231,11 +232,11 @@ func TestStreamLocationAndJoinByID(t *testing.T) {
 	if diff := cmp.Diff([]string{"metadata", "values", "updates", "values"}, names(joined)); diff != "" {
 		t.Errorf("stateless run joined by id (-want +got):\n%s", diff)
 	}
-	// Its record went with its temporary thread.
-	for deadline := time.Now().Add(30 * time.Second); s.do("GET", "/runs/"+bgid+"/stream", nil).status != 404; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stateless run's stream is still found 30 s after it ended; want 404 once its thread is gone")
-		}
+	// Its record went with its temporary thread as it ended; its events
+	// are kept, and a join by id still replays them.
+	_, rejoined := s.stream("GET", "/runs/"+bgid+"/stream", nil, "Last-Event-ID", "-1")
+	if diff := cmp.Diff(names(joined), names(rejoined)); diff != "" {
+		t.Errorf("ended stateless run joined by id (-want +got):\n%s", diff)
 	}
 	s.must(404, "GET", "/runs/00000000-0000-4000-8000-000000000000/stream", nil)
 	if r := s.do("GET", "/runs/not-a-uuid/stream", nil); r.status != 400 && r.status != 422 {
@@ -537,4 +538,36 @@ func TestRollbackElsewhereOfARunFromAnEarlierCheckpoint(t *testing.T) {
 	if diff := cmp.Diff(stateBefore, a.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)); diff != "" {
 		t.Errorf("state after the rollback (-before +after):\n%s", diff)
 	}
+}
+
+// A stateless resumable run's stream carries a Location the SDK reconnects
+// to when the stream breaks off; a reconnect that comes after the run
+// ended (its temporary thread and record gone) still replays what the
+// client missed while the events are kept, for the run's user alone. A
+// plain stateless run's events are not kept: 404.
+func TestJoinEndedStatelessRunByID(t *testing.T) {
+	s := newServer(t, server.Options{})
+	alice, bob := s.as("alice"), s.as("bob")
+	r, evs := alice.stream("POST", "/runs/stream", map[string]any{"assistant_id": "echo", "input": human("a b"), "stream_mode": "values", "stream_resumable": true})
+	rid := evs[0].obj(t)["run_id"].(string)
+	loc := r.header.Get("Location")
+	if loc != "/runs/"+rid+"/stream" {
+		t.Fatalf("stateless resumable stream's Location = %q", loc)
+	}
+	// The stream ended when the run did, after its thread was deleted.
+	again, rest := alice.stream("GET", loc, nil, "Last-Event-ID", "0")
+	if again.status != 200 {
+		t.Fatalf("reconnect to an ended stateless run: %d %s", again.status, again.body)
+	}
+	if diff := cmp.Diff(names(evs[1:]), names(rest)); diff != "" {
+		t.Errorf("reconnect after event 0 (-want +got):\n%s", diff)
+	}
+	if got := again.header.Get("Location"); got != loc {
+		t.Errorf("the reconnect's Location = %q, want %q", got, loc)
+	}
+	bob.must(404, "GET", loc, nil, "Last-Event-ID", "0")
+
+	_, pevs := alice.stream("POST", "/runs/stream", map[string]any{"assistant_id": "echo", "input": human("c"), "stream_mode": "values"})
+	pid := pevs[0].obj(t)["run_id"].(string)
+	alice.must(404, "GET", "/runs/"+pid+"/stream", nil)
 }

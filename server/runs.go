@@ -685,13 +685,20 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 // /runs/{run_id}/stream): a stateless run's, whose thread the client does
 // not know, or any run of the user's. A stateless run's record goes with
 // its thread when it ends (unless on_completion is "keep"); after that
-// its stream is a 404 too, as any run that is not the user's.
+// its stream is a 404 too, as any run that is not the user's, but for a
+// resumable one that ended in this process, whose kept events a
+// reconnect replays while they are kept.
 func (s *Server) joinStreamByID(w http.ResponseWriter, r *http.Request) error {
 	runID, err := pathUUID(r, "run_id")
 	if err != nil {
 		return err
 	}
 	run, err := s.rec.FindRun(r.Context(), user(r), runID)
+	if errors.Is(err, records.ErrNotFound) {
+		if ended, ok := s.runs.endedStateless(user(r), runID); ok {
+			run, err = ended, nil
+		}
+	}
 	if err != nil {
 		return recordErr(err, runNotFound())
 	}
