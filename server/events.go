@@ -50,6 +50,9 @@ type encoder struct {
 	// ids of messages already sent whole.
 	partial   map[string]llm.Chunk
 	completed map[string]bool
+
+	// lc is the events mode's state (events_stream.go), once started.
+	lc *langchainRun
 }
 
 func newEncoder(modes []string, subgraphs bool, meta []byte) *encoder {
@@ -67,11 +70,11 @@ func newEncoder(modes []string, subgraphs bool, meta []byte) *encoder {
 // for, and values and updates, which the run's end needs.
 func (e *encoder) graphModes() []graph.StreamMode {
 	out := []graph.StreamMode{graph.StreamValues, graph.StreamUpdates}
-	if e.want[modeMessages] || e.want[modeMessagesTuple] {
+	if e.want[modeMessages] || e.want[modeMessagesTuple] || e.want[modeEvents] {
 		out = append(out, graph.StreamMessages)
 	}
 	for _, m := range []graph.StreamMode{graph.StreamCustom, graph.StreamDebug, graph.StreamTasks, graph.StreamCheckpoints} {
-		if e.want[string(m)] {
+		if e.want[string(m)] || (m == graph.StreamTasks && e.want[modeEvents]) {
 			out = append(out, m)
 		}
 	}
@@ -80,6 +83,11 @@ func (e *encoder) graphModes() []graph.StreamMode {
 
 // encode turns one graph event into zero or more stream events.
 func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) error) error {
+	if e.lc != nil {
+		if err := e.encodeEvents(ev, emit); err != nil {
+			return err
+		}
+	}
 	root := len(ev.Namespace) == 0
 	if !root && !e.subgraphs {
 		return nil
@@ -127,6 +135,9 @@ func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) err
 			return emit(name(modeUpdates), data)
 		}
 	case graph.StreamMessages:
+		if !e.want[modeMessagesTuple] && !e.want[modeMessages] {
+			return nil // asked for the events mode only
+		}
 		me, _ := ev.Message()
 		if e.want[modeMessagesTuple] {
 			data, err := e.messageTuple(me)

@@ -708,6 +708,9 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 		}
 		return nil
 	}
+	if err := enc.startEvents(g.Name(), lr.rec.ID, lr.kw.Input, emit); err != nil {
+		return err
+	}
 	for ev, err := range g.Stream(ctx, in, opts) {
 		if err != nil {
 			return err
@@ -717,7 +720,7 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 			return fmt.Errorf("encoding a %s event: %w", ev.Mode, err)
 		}
 	}
-	return nil
+	return enc.endEvents(emit)
 }
 
 // graphModes are the stream modes a run asks of its graph: its client's,

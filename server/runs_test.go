@@ -99,6 +99,66 @@ func TestStreamEcho(t *testing.T) {
 	}
 }
 
+// The events mode streams LangChain's stream events as the reference
+// server does: the graph's chain around its nodes' chains, and each
+// model reply's start, chunks and end inside its node.
+func TestStreamEventsMode(t *testing.T) {
+	s := newServer(t, server.Options{})
+	tid := s.newThread()
+	_, evs := s.stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "echo", "input": human("a b"), "stream_mode": []string{"events", "values"}})
+	type row struct{ Event, Name string }
+	var got []row
+	var runID string
+	for _, e := range evs {
+		switch e.Event {
+		case "metadata":
+			runID = e.obj(t)["run_id"].(string)
+		case "events":
+			m := e.obj(t)
+			got = append(got, row{m["event"].(string), m["name"].(string)})
+			for _, k := range []string{"run_id", "tags", "metadata", "data"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("%s %s has no %s: %v", m["event"], m["name"], k, m)
+				}
+			}
+			data := m["data"].(map[string]any)
+			switch m["event"] {
+			case "on_chain_start":
+				if m["name"] == "LangGraph" && (m["run_id"] != runID || data["input"].(map[string]any)["messages"] == nil) {
+					t.Errorf("the graph's start = %v", m)
+				}
+				if m["name"] == "echo" {
+					md := m["metadata"].(map[string]any)
+					if md["langgraph_node"] != "echo" || md["langgraph_step"] != 1.0 || md["thread_id"] != tid || m["tags"].([]any)[0] != "graph:step:1" {
+						t.Errorf("the node's start = %v", m)
+					}
+				}
+			case "on_chat_model_stream":
+				if data["chunk"].(map[string]any)["type"] != "ai" {
+					t.Errorf("a chunk = %v", data)
+				}
+			case "on_chat_model_end":
+				if data["output"].(map[string]any)["content"] != "a b" {
+					t.Errorf("the reply's end = %v", data)
+				}
+			case "on_chain_end":
+				msgs := data["output"].(map[string]any)["messages"].([]any)
+				if (m["name"] == "echo" && len(msgs) != 1) || (m["name"] == "LangGraph" && len(msgs) != 2) {
+					t.Errorf("%s's end = %v", m["name"], data)
+				}
+			}
+		}
+	}
+	want := []row{
+		{"on_chain_start", "LangGraph"}, {"on_chain_start", "echo"},
+		{"on_chat_model_start", "ChatModel"}, {"on_chat_model_stream", "ChatModel"}, {"on_chat_model_stream", "ChatModel"},
+		{"on_chat_model_end", "ChatModel"}, {"on_chain_end", "echo"}, {"on_chain_end", "LangGraph"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
 func TestStreamModes(t *testing.T) {
 	s := newServer(t, server.Options{})
 	tests := []struct {
@@ -114,7 +174,7 @@ func TestStreamModes(t *testing.T) {
 		{[]string{"tasks"}, []string{"metadata", "tasks", "tasks"}},
 		{[]string{"checkpoints"}, []string{"metadata", "checkpoints", "checkpoints", "checkpoints"}},
 		{[]string{"debug"}, []string{"metadata", "debug", "debug", "debug", "debug", "debug"}},
-		{[]string{"events"}, []string{"metadata"}},
+		{[]string{"events"}, []string{"metadata", "events", "events", "events", "events", "events", "events", "events", "events", "events"}},
 	}
 	for _, tt := range tests {
 		tid := s.newThread()

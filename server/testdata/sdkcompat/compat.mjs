@@ -945,6 +945,21 @@ test("stream.tasks", async (ctx) => {
   eq(end.error ?? null, null, "task result error");
 });
 
+test("stream.events", async (ctx) => {
+  // LangChain's stream events: the graph's chain around its node's, and
+  // the model reply's start, chunks and end inside it. The model's name is
+  // the server's own (the reference names its class).
+  const { evs } = await echoStream(ctx, "e f", { streamMode: ["events"] });
+  const rows = evs.filter((e) => e.event === "events").map((e) => [e.data.event, e.data.event.startsWith("on_chat_model") ? "<model>" : e.data.name]);
+  eq(rows, [
+    ["on_chain_start", "LangGraph"], ["on_chain_start", "echo"],
+    ["on_chat_model_start", "<model>"], ["on_chat_model_stream", "<model>"], ["on_chat_model_stream", "<model>"], ["on_chat_model_end", "<model>"],
+    ["on_chain_end", "echo"], ["on_chain_end", "LangGraph"],
+  ], "stream events");
+  const end = evs.filter((e) => e.event === "events").at(-1).data;
+  checkEchoed(end.data.output, "e f", "the graph's on_chain_end output");
+});
+
 test("stream.checkpoints", async (ctx) => {
   const { evs } = await echoStream(ctx, "cps", { streamMode: "checkpoints" });
   eq(names(evs), ["metadata", "checkpoints", "checkpoints", "checkpoints"], "events");
