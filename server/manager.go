@@ -1108,13 +1108,17 @@ func (m *manager) rewind(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 		ctx = checkpoint.WithLease(ctx, lease)
 	}
 	if st := lr.start; st != nil {
-		if _, err := m.s.saver.Rewind(ctx, rec.ThreadID, st.latest); err != nil {
-			return err
-		}
+		// The writes first: if that fails, nothing has changed and the
+		// thread keeps the run's checkpoints, as the caller logs; if the
+		// rewind then fails, the restored writes belong to a checkpoint the
+		// thread's latest follows, where they were before the run.
 		if st.from != nil {
-			return m.s.saver.RestoreWrites(ctx, *st.from, st.writes)
+			if err := m.s.saver.RestoreWrites(ctx, *st.from, st.writes); err != nil {
+				return err
+			}
 		}
-		return nil
+		_, err := m.s.saver.Rewind(ctx, rec.ThreadID, st.latest)
+		return err
 	}
 	// The run's checkpoints are the newest (it held the thread): the
 	// latest when it started is the newest one after them that it did
