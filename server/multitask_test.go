@@ -469,74 +469,50 @@ func TestRollbackOfAResumedRun(t *testing.T) {
 
 // A rolled back run that started from an earlier checkpoint (checkpoint_id)
 // takes only its own checkpoints with it: the runs after that checkpoint
-// keep theirs, and the thread is back at its latest.
+// keep theirs, and the thread is back at its latest. So too when another
+// server executes the run and the cancel is sent here: this server does
+// not know where the run started, and rewinds to the newest checkpoint
+// the run did not make.
 func TestRollbackOfARunFromAnEarlierCheckpoint(t *testing.T) {
-	s := newServer(t, server.Options{})
-	tid := s.newThread()
-	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "a"}})
-	first := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
-	s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "b"}})
-	var before []map[string]any
-	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &before)
-	stateBefore := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
-	run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "checkpoint_id": first, "input": map[string]any{"delay_ms": 600000, "tag": "c"}}).obj(t)
-	rid := run["run_id"].(string)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		var hist []map[string]any
-		s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
-		if len(hist) > len(before) {
-			break // the run has made its first checkpoint
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run from an earlier checkpoint made no checkpoint in 30 s")
-		}
-	}
-	s.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=rollback", nil)
-	var after []map[string]any
-	s.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &after)
-	if diff := cmp.Diff(before, after); diff != "" {
-		t.Errorf("history after the rollback (-before +after):\n%s", diff)
-	}
-	if diff := cmp.Diff(stateBefore, s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)); diff != "" {
-		t.Errorf("state after the rollback (-before +after):\n%s", diff)
-	}
-}
-
-// A run from an earlier checkpoint that another server executes, rolled
-// back by a cancel sent here, takes only its own checkpoints with it too:
-// this server does not know where the run started, and rewinds to the
-// newest checkpoint the run did not make.
-func TestRollbackElsewhereOfARunFromAnEarlierCheckpoint(t *testing.T) {
-	db := backends[0].open(t)
-	a := newServer(t, server.Options{DB: db, LeaseTTL: 500 * time.Millisecond})
-	b := newServer(t, server.Options{DB: reopen(t, db), LeaseTTL: 500 * time.Millisecond})
-	tid := a.newThread()
-	a.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "a"}})
-	first := a.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
-	a.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "b"}})
-	var before []map[string]any
-	a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &before)
-	stateBefore := a.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
-	rid := a.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "checkpoint_id": first, "input": map[string]any{"delay_ms": 600000, "tag": "c"}}).obj(t)["run_id"].(string)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		var hist []map[string]any
-		a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
-		run := b.must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).obj(t)
-		if len(hist) > len(before) && run["status"] == "running" {
-			break // the run has made its first checkpoint, and runs there
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run from an earlier checkpoint was not recorded running with a checkpoint in 30 s")
-		}
-	}
-	b.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=rollback", nil)
-	var after []map[string]any
-	a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &after)
-	if diff := cmp.Diff(before, after); diff != "" {
-		t.Errorf("history after the rollback (-before +after):\n%s", diff)
-	}
-	if diff := cmp.Diff(stateBefore, a.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)); diff != "" {
-		t.Errorf("state after the rollback (-before +after):\n%s", diff)
+	for _, where := range []string{"here", "elsewhere"} {
+		t.Run(where, func(t *testing.T) {
+			db := backends[0].open(t)
+			a := newServer(t, server.Options{DB: db, LeaseTTL: 500 * time.Millisecond})
+			canceller := a
+			if where == "elsewhere" {
+				canceller = newServer(t, server.Options{DB: reopen(t, db), LeaseTTL: 500 * time.Millisecond})
+			}
+			tid := a.newThread()
+			a.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "a"}})
+			first := a.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+			a.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "b"}})
+			var before []map[string]any
+			a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &before)
+			stateBefore := a.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)
+			rid := a.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "checkpoint_id": first, "input": map[string]any{"delay_ms": 600000, "tag": "c"}}).obj(t)["run_id"].(string)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				var hist []map[string]any
+				a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
+				// Elsewhere, the cancel reaches the run through its record:
+				// wait until it is recorded running.
+				run := canceller.must(200, "GET", "/threads/"+tid+"/runs/"+rid, nil).obj(t)
+				if len(hist) > len(before) && (where == "here" || run["status"] == "running") {
+					break // the run has made its first checkpoint
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the run from an earlier checkpoint made no checkpoint (or was not recorded running) in 30 s")
+				}
+			}
+			canceller.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=rollback", nil)
+			var after []map[string]any
+			a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &after)
+			if diff := cmp.Diff(before, after); diff != "" {
+				t.Errorf("history after the rollback (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(stateBefore, a.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)); diff != "" {
+				t.Errorf("state after the rollback (-before +after):\n%s", diff)
+			}
+		})
 	}
 }
 
