@@ -573,8 +573,9 @@ type ThreadDriver interface {
 	// whose id is greater than checkpointID (all of them when it is
 	// empty), with their pending writes and every stored value no kept
 	// checkpoint needs, and returns how many checkpoints it deleted. A
-	// non-empty checkpointID must name a checkpoint of the root namespace
-	// (ErrNotFound otherwise, with nothing deleted). Kept checkpoints read
+	// non-empty checkpointID must name a checkpoint of the thread, in any
+	// namespace (ErrNotFound otherwise, with nothing deleted): a subgraph's
+	// cuts the thread back to when that checkpoint was made. Kept checkpoints read
 	// back exactly as before, and the thread goes on from them as if the
 	// deleted ones had never been written.
 	Rewind(ctx context.Context, threadID, checkpointID string) (int, error)
@@ -651,15 +652,18 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts PruneOptions) (
 	return n, done(err)
 }
 
-// Rewind takes a thread back to checkpoint checkpointID of its root
-// graph: it deletes every checkpoint made after it (ids are time-ordered),
-// in every namespace, so subgraph checkpoints too, with their pending
-// writes and the stored values no kept checkpoint needs, and returns how
-// many checkpoints it deleted. An empty checkpointID deletes every
-// checkpoint of the thread (for a run on a thread that had none). The
-// kept checkpoints read back exactly as before, and the next run goes on
-// from checkpointID. A checkpointID the thread's root graph does not have
-// is ErrNotFound, and nothing is deleted.
+// Rewind takes a thread back to when checkpoint checkpointID was made: it
+// deletes every checkpoint made after it (ids are time-ordered), in every
+// namespace, so subgraph checkpoints too, with their pending writes and
+// the stored values no kept checkpoint needs, and returns how many
+// checkpoints it deleted. checkpointID is usually one of the root graph's,
+// the one the next run goes on from; a subgraph's cuts the thread where
+// that subgraph was (a server's rollback of a run that resumed an
+// interrupt inside a subgraph keeps the subgraph's checkpoints made before
+// the run). An empty checkpointID deletes every checkpoint of the thread
+// (for a run on a thread that had none). The kept checkpoints read back
+// exactly as before. A checkpointID the thread does not have is
+// ErrNotFound, and nothing is deleted.
 //
 // It is what a server's "rollback" strategy and the cancelling of a run
 // with rollback call, holding the thread's lease in ctx (WithLease), which

@@ -123,10 +123,15 @@ func (m *MemoryDriver) Rewind(ctx context.Context, threadID, checkpointID string
 		if checkpointID != "" {
 			found := false
 			if t != nil {
-				_, found = slices.BinarySearchFunc(t.byNS[""], checkpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+				for _, list := range t.byNS {
+					if _, ok := slices.BinarySearchFunc(list, checkpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+						found = true
+						break
+					}
+				}
 			}
 			if !found {
-				return fmt.Errorf("%w: rewind: thread %q has no checkpoint %q in its root graph", ErrNotFound, threadID, checkpointID)
+				return fmt.Errorf("%w: rewind: thread %q has no checkpoint %q", ErrNotFound, threadID, checkpointID)
 			}
 		}
 		if t != nil {

@@ -761,13 +761,20 @@ func (m *manager) input(ctx context.Context, lr *liveRun) (graph.Update, error) 
 	return g.DecodeInput(lr.kw.Input)
 }
 
-// runStart is what a rollback puts back: the thread's latest checkpoint
-// when the run started (every later one is the run's), and, for a run
-// that continued a checkpoint, that checkpoint's pending writes as they
-// were before the run added its own.
+// runStart is what a rollback puts back: the thread's newest checkpoint
+// (in any namespace) when the run started, since every later one is the
+// run's, and, for a run that continued a checkpoint, the pending writes of
+// the checkpoints it continued as they were before the run added its own:
+// the root's, and the newest of each subgraph that was in the middle of
+// the root's step (a subgraph interrupted there resumes from its own
+// checkpoint, and writes its resume value to it).
 type runStart struct {
-	latest string
-	from   *checkpoint.Config
+	cut     string
+	restore []startWrites
+}
+
+type startWrites struct {
+	cfg    checkpoint.Config
 	writes []checkpoint.PendingWrite
 }
 
@@ -777,7 +784,7 @@ type runStart struct {
 // input) writes to that checkpoint, which a rollback keeps, so its
 // writes are kept to be restored; a run from a checkpoint_id other than
 // the latest makes checkpoints whose parent is not the latest, so the
-// latest is kept to rewind to. A run taken over after a restart started
+// newest is kept to rewind to. A run taken over after a restart started
 // in another process: its start is not known here.
 func (m *manager) startOf(ctx context.Context, lr *liveRun) (*runStart, error) {
 	continues := lr.kw.Command != nil || isNullJSON(lr.kw.Input)
@@ -788,12 +795,28 @@ func (m *manager) startOf(ctx context.Context, lr *liveRun) (*runStart, error) {
 	defer cancel()
 	thread := lr.rec.ThreadID
 	latest, err := m.s.saver.Get(ctx, checkpoint.Config{ThreadID: thread})
-	if err != nil {
-		return nil, err
+	if err != nil || latest == nil {
+		return &runStart{}, err // no checkpoint: a rollback deletes them all
 	}
-	st := &runStart{}
-	if latest != nil {
-		st.latest = latest.Config.CheckpointID
+	st := &runStart{cut: latest.Config.CheckpointID}
+	// The checkpoints newer than the root's latest, newest first: those
+	// of the subgraphs that ran in its step.
+	seen := map[string]bool{}
+	for tp, err := range m.s.saver.List(ctx, thread, checkpoint.ListOptions{}) {
+		if err != nil {
+			return nil, err
+		}
+		id := tp.Config.CheckpointID
+		if id <= latest.Config.CheckpointID {
+			break
+		}
+		if id > st.cut {
+			st.cut = id
+		}
+		if ns := tp.Config.Namespace; continues && ns != "" && !seen[ns] {
+			seen[ns] = true
+			st.restore = append(st.restore, startWrites{tp.Config, tp.PendingWrites})
+		}
 	}
 	from := latest
 	if lr.kw.CheckpointID != "" && continues {
@@ -802,8 +825,7 @@ func (m *manager) startOf(ctx context.Context, lr *liveRun) (*runStart, error) {
 		}
 	}
 	if continues && from != nil {
-		cfg := from.Config
-		st.from, st.writes = &cfg, from.PendingWrites
+		st.restore = append(st.restore, startWrites{from.Config, from.PendingWrites})
 	}
 	return st, nil
 }
@@ -1110,14 +1132,14 @@ func (m *manager) rewind(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 	if st := lr.start; st != nil {
 		// The writes first: if that fails, nothing has changed and the
 		// thread keeps the run's checkpoints, as the caller logs; if the
-		// rewind then fails, the restored writes belong to a checkpoint the
+		// rewind then fails, the restored writes belong to checkpoints the
 		// thread's latest follows, where they were before the run.
-		if st.from != nil {
-			if err := m.s.saver.RestoreWrites(ctx, *st.from, st.writes); err != nil {
+		for _, r := range st.restore {
+			if err := m.s.saver.RestoreWrites(ctx, r.cfg, r.writes); err != nil {
 				return err
 			}
 		}
-		_, err := m.s.saver.Rewind(ctx, rec.ThreadID, st.latest)
+		_, err := m.s.saver.Rewind(ctx, rec.ThreadID, st.cut)
 		return err
 	}
 	// The run's checkpoints are the newest (it held the thread): the

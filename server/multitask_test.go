@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -546,4 +547,74 @@ func TestJoinEndedStatelessRunByID(t *testing.T) {
 	_, pevs := alice.stream("POST", "/runs/stream", map[string]any{"assistant_id": "echo", "input": human("c"), "stream_mode": "values"})
 	pid := pevs[0].obj(t)["run_id"].(string)
 	alice.must(404, "GET", "/runs/"+pid+"/stream", nil)
+}
+
+// The rollback of a run that resumed an interrupt inside a subgraph keeps
+// the subgraph's checkpoints made before the run, and restores the
+// writes the run added to them: the next resume goes on from the
+// interrupted node, and the subgraph's earlier nodes do not run again.
+func TestRollbackOfAResumedSubgraphRun(t *testing.T) {
+	answer := graph.Value[string]("answer")
+	log := graph.Reduce("log", func(cur, upd []string) []string { return append(append([]string(nil), cur...), upd...) })
+	var firstRuns atomic.Int32
+	working := make(chan struct{}, 4)
+	gate := func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+		child, err := graph.New(answer, log).
+			AddNode("c1", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				firstRuns.Add(1)
+				return log.Write([]string{"c1"}), nil
+			}, nil).
+			AddNode("c2", func(ctx context.Context, s graph.State) (graph.Update, error) {
+				a := graph.Ask[string](ctx, "approve?")
+				return answer.Write(a).And(log.Write([]string{"c2:" + a})), nil
+			}, nil).
+			AddEdge(graph.START, "c1").AddEdge("c1", "c2").AddEdge("c2", graph.END).
+			Compile(nil)
+		if err != nil {
+			return nil, err
+		}
+		work := func(ctx context.Context, s graph.State) (graph.Update, error) {
+			if answer.Get(s) == "slow" {
+				working <- struct{}{}
+				<-ctx.Done()
+				return graph.Update{}, context.Cause(ctx)
+			}
+			return log.Write([]string{"work:" + answer.Get(s)}), nil
+		}
+		return graph.New(answer, log).
+			AddSubgraph("sub", child, nil).
+			AddNode("work", work, nil).
+			AddEdge(graph.START, "sub").AddEdge("sub", "work").AddEdge("work", graph.END).
+			Compile(&graph.CompileOptions{Checkpointer: saver})
+	}
+	open := map[string]func(t *testing.T) *dburl.DB{"memory": nil}
+	for _, b := range backends {
+		open[b.name] = b.open
+	}
+	for name, o := range open {
+		t.Run(name, func(t *testing.T) {
+			opts := server.Options{Graphs: map[string]server.GraphFunc{"gate": gate}}
+			if o != nil {
+				opts.DB = o(t)
+			}
+			s := newServer(t, opts)
+			firstRuns.Store(0)
+			tid := s.newThread()
+			s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "gate", "input": map[string]any{}})
+			before := s.must(200, "GET", "/threads/"+tid+"/state?subgraphs=true", nil).obj(t)
+			run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "gate", "command": map[string]any{"resume": "slow"}}).obj(t)
+			<-working
+			s.must(204, "POST", "/threads/"+tid+"/runs/"+run["run_id"].(string)+"/cancel?wait=1&action=rollback", nil)
+			if diff := cmp.Diff(before, s.must(200, "GET", "/threads/"+tid+"/state?subgraphs=true", nil).obj(t)); diff != "" {
+				t.Errorf("state after the rollback (-before +after):\n%s", diff)
+			}
+			got := s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "gate", "command": map[string]any{"resume": "no"}}).obj(t)
+			if diff := cmp.Diff([]any{"c1", "c2:no", "work:no"}, got["log"]); diff != "" {
+				t.Errorf("log after the rollback and a resume (-want +got):\n%s", diff)
+			}
+			if n := firstRuns.Load(); n != 1 {
+				t.Errorf("the subgraph's first node ran %d times, want once", n)
+			}
+		})
+	}
 }

@@ -116,15 +116,25 @@ func testRewind(t *testing.T, s *checkpoint.Saver) {
 		t.Fatalf("continuing after Rewind made %d message logs; want the %d it had (the rewound log goes on)", got, logsBefore)
 	}
 
-	// A checkpoint the root graph does not have deletes nothing.
+	// A checkpoint the thread does not have deletes nothing.
 	before = dump(t, s, "r")
-	for _, id := range []string{"nope", subID} {
-		_, err = s.Rewind(bg, "r", id)
-		wantErr(t, err, checkpoint.ErrNotFound, "Rewind to "+id)
-	}
+	_, err = s.Rewind(bg, "r", "nope")
+	wantErr(t, err, checkpoint.ErrNotFound, "Rewind to a checkpoint the thread does not have")
 	if d := diffTuples(before, dump(t, s, "r")); d != "" {
 		t.Fatalf("a failed Rewind changed the thread (-want +got):\n%s", d)
 	}
+	// A subgraph's checkpoint cuts the thread when it was made: what
+	// came after it goes, in every namespace; it and all before it stay.
+	n, err = s.Rewind(bg, "r", subID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := keptUpTo(before, subID); n != len(before)-len(want) {
+		t.Fatalf("Rewind to a subgraph checkpoint deleted %d checkpoints; want %d", n, len(before)-len(want))
+	} else if d := diffTuples(want, dump(t, s, "r")); d != "" {
+		t.Fatalf("after Rewind to a subgraph checkpoint (-want +got):\n%s", d)
+	}
+	before = dump(t, s, "r")
 	// No checkpoint id: the whole thread goes.
 	n, err = s.Rewind(bg, "r", "")
 	if err != nil || n != len(before) {

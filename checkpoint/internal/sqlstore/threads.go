@@ -210,12 +210,12 @@ func (s *Store) Rewind(ctx context.Context, threadID, checkpointID string) (int,
 		return keep
 	}, func(tx Tx) error {
 		var one int64
-		found, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoints WHERE thread_id = $1 AND ns = '' AND checkpoint_id = $2`), []any{threadID, checkpointID}, &one)
+		found, err := queryRow(ctx, tx, s.d.q(`SELECT 1 FROM weft_checkpoints WHERE thread_id = $1 AND checkpoint_id = $2 LIMIT 1`), []any{threadID, checkpointID}, &one)
 		if err != nil {
 			return err
 		}
 		if !found {
-			return fmt.Errorf("%w: rewind: thread %q has no checkpoint %q in its root graph", checkpoint.ErrNotFound, threadID, checkpointID)
+			return fmt.Errorf("%w: rewind: thread %q has no checkpoint %q", checkpoint.ErrNotFound, threadID, checkpointID)
 		}
 		// Writes to checkpoints never stored go too.
 		_, err = tx.Exec(ctx, s.d.q(`DELETE FROM weft_checkpoint_writes WHERE thread_id = $1 AND checkpoint_id > $2`), threadID, checkpointID)
