@@ -247,12 +247,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 	})
 }
 
-// schemaSQL fills the column types of one database into the first
-// migration: text, 64-bit integer, and a JSON document.
-func schemaSQL(text, integer, jsondoc string) []string {
+// schemaSQL fills the column types of one database into the statements
+// of a migration written with the placeholders TEXT, INT8 and JSONDOC:
+// text, 64-bit integer, and a JSON document.
+func schemaSQL(stmts []string, text, integer, jsondoc string) []string {
 	r := strings.NewReplacer("TEXT", text, "INT8", integer, "JSONDOC", jsondoc)
-	out := make([]string, len(schemaV1))
-	for i, s := range schemaV1 {
+	out := make([]string, len(stmts))
+	for i, s := range stmts {
 		out[i] = r.Replace(s)
 	}
 	return out
@@ -336,4 +337,30 @@ var schemaV1 = []string{
 var schemaV2 = []string{
 	`DROP INDEX weft_server_runs_active`,
 	`CREATE INDEX weft_server_runs_orphans ON weft_server_runs (created_at, run_id) WHERE status IN ('pending', 'running') AND attempt > 0`,
+}
+
+// schemaV3 adds the crons: scheduled runs, on their thread (thread_id) or
+// each on a new thread (thread_id NULL). Times are Unix microseconds;
+// next_run_date is NULL when the schedule has no next time. enabled is 1
+// or 0. The partial index serves the scheduler's query of the crons due.
+var schemaV3 = []string{
+	`CREATE TABLE weft_server_crons (
+	cron_id TEXT PRIMARY KEY,
+	owner TEXT NOT NULL,
+	assistant_id TEXT NOT NULL,
+	thread_id TEXT,
+	schedule TEXT NOT NULL,
+	timezone TEXT NOT NULL,
+	payload TEXT NOT NULL,
+	metadata JSONDOC NOT NULL,
+	enabled INT8 NOT NULL,
+	end_time INT8,
+	next_run_date INT8,
+	on_run_completed TEXT NOT NULL,
+	created_at INT8 NOT NULL,
+	updated_at INT8 NOT NULL
+)`,
+	`CREATE INDEX weft_server_crons_owner ON weft_server_crons (owner, created_at)`,
+	`CREATE INDEX weft_server_crons_thread ON weft_server_crons (thread_id)`,
+	`CREATE INDEX weft_server_crons_due ON weft_server_crons (next_run_date) WHERE enabled = 1`,
 }

@@ -139,7 +139,11 @@ func (s *Store) DeleteThread(ctx context.Context, owner, id string) error {
 		if n == 0 {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
-		_, err = s.exec(ctx, tx, `DELETE FROM weft_server_runs WHERE thread_id = $1`, id)
+		if _, err = s.exec(ctx, tx, `DELETE FROM weft_server_runs WHERE thread_id = $1`, id); err != nil {
+			return err
+		}
+		// A thread's crons go with it: they could only fail.
+		_, err = s.exec(ctx, tx, `DELETE FROM weft_server_crons WHERE thread_id = $1`, id)
 		return err
 	})
 }

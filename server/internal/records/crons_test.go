@@ -1,0 +1,240 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/weftlabs/weft/checkpoint/postgres"
+	"github.com/weftlabs/weft/checkpoint/sqlite"
+	"github.com/weftlabs/weft/internal/pgtest"
+)
+
+func TestCrons(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateThread(ctx, Thread{ID: "t1", Owner: "alice"}, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateCron(ctx, Cron{ID: "c0", Owner: "bob", AssistantID: "a", ThreadID: "t1", Schedule: "* * * * *", Timezone: "UTC", OnRunCompleted: "delete"}); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a cron on another owner's thread: got %v, want ErrNotFound", err)
+		}
+		next := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+		end := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+		c1, err := s.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", AssistantID: "a", ThreadID: "t1", Schedule: "* * * * *", Timezone: "UTC",
+			Payload: []byte(`{"input":{"x":1}}`), Metadata: []byte(`{"k":"v"}`), Enabled: true, NextRunDate: &next, EndTime: &end, OnRunCompleted: "delete"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", AssistantID: "a", Schedule: "* * * * *", Timezone: "UTC", OnRunCompleted: "delete"}); !errors.Is(err, ErrConflict) {
+			t.Fatalf("a second cron c1: got %v, want ErrConflict", err)
+		}
+		if _, err := s.CreateCron(ctx, Cron{ID: "c2", Owner: "alice", AssistantID: "b", Schedule: "0 * * * *", Timezone: "Europe/Paris", Enabled: true, NextRunDate: &next, OnRunCompleted: "keep"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateCron(ctx, Cron{ID: "c3", Owner: "bob", AssistantID: "a", Schedule: "0 * * * *", Timezone: "UTC", Enabled: false, NextRunDate: &next, OnRunCompleted: "delete"}); err != nil {
+			t.Fatal(err)
+		}
+
+		got, err := s.GetCron(ctx, "alice", "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ThreadID != "t1" || !got.Enabled || got.NextRunDate == nil || !got.NextRunDate.Equal(next) || got.EndTime == nil || !got.EndTime.Equal(end) || got.Timezone != "UTC" || got.OnRunCompleted != "delete" || !got.CreatedAt.Equal(c1.CreatedAt) {
+			t.Errorf("GetCron c1 = %+v, want it as created (%+v)", got, c1)
+		}
+		jsonEq(t, "payload", `{"input":{"x":1}}`, got.Payload)
+		jsonEq(t, "metadata", `{"k":"v"}`, got.Metadata)
+		if _, err := s.GetCron(ctx, "bob", "c1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("bob reading alice's cron: got %v, want ErrNotFound", err)
+		}
+
+		ids := func(cs []Cron) []string {
+			var out []string
+			for _, c := range cs {
+				out = append(out, c.ID)
+			}
+			return out
+		}
+		for _, c := range []struct {
+			q     CronQuery
+			want  []string
+			total int
+		}{
+			{CronQuery{Owner: "alice"}, []string{"c1", "c2"}, 2},
+			{CronQuery{Owner: "alice", Desc: true}, []string{"c2", "c1"}, 2},
+			{CronQuery{Owner: "alice", AssistantID: "b"}, []string{"c2"}, 1},
+			{CronQuery{Owner: "alice", ThreadID: "t1"}, []string{"c1"}, 1},
+			{CronQuery{Owner: "alice", Metadata: map[string]any{"k": "v"}}, []string{"c1"}, 1},
+			{CronQuery{Owner: "alice", Limit: 1, Offset: 1}, []string{"c2"}, 2},
+			{CronQuery{Owner: "alice", SortBy: "assistant_id", Desc: true}, []string{"c2", "c1"}, 2},
+			{CronQuery{Owner: "bob", Enabled: new(bool)}, []string{"c3"}, 1},
+			{CronQuery{Owner: "carol"}, nil, 0},
+		} {
+			list, total, err := s.SearchCrons(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := ids(list); total != c.total || len(g) != len(c.want) || (len(g) > 0 && g[0] != c.want[0]) || (len(g) > 1 && g[1] != c.want[1]) {
+				t.Errorf("SearchCrons(%+v) = %v (%d in all), want %v (%d)", c.q, g, total, c.want, c.total)
+			}
+			n, err := s.CountCrons(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != c.total {
+				t.Errorf("CountCrons(%+v) = %d, want %d", c.q, n, c.total)
+			}
+		}
+
+		// Due: enabled ones only, at their tick.
+		due, err := s.DueCrons(ctx, next.Add(-time.Second), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) != 0 {
+			t.Errorf("DueCrons before the tick = %v, want none", ids(due))
+		}
+		due, err = s.DueCrons(ctx, next, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := ids(due); len(g) != 2 || g[0] != "c1" || g[1] != "c2" {
+			t.Errorf("DueCrons at the tick = %v, want [c1 c2] (c3 is disabled)", g)
+		}
+		later := next.Add(time.Minute)
+		ok, err := s.ClaimCronTick(ctx, "c1", next, &later)
+		if err != nil || !ok {
+			t.Fatalf("claiming c1's tick: %v, %v; want true", ok, err)
+		}
+		ok, err = s.ClaimCronTick(ctx, "c1", next, &later)
+		if err != nil || ok {
+			t.Fatalf("claiming c1's tick again: %v, %v; want false", ok, err)
+		}
+		if got, _ := s.GetCron(ctx, "alice", "c1"); got.NextRunDate == nil || !got.NextRunDate.Equal(later) {
+			t.Errorf("c1's next run date after its claim = %v, want %v", got.NextRunDate, later)
+		}
+		if ok, err := s.ClaimCronTick(ctx, "c3", next, &later); err != nil || ok {
+			t.Errorf("claiming disabled c3's tick: %v, %v; want false", ok, err)
+		}
+
+		// Past its end time, a cron is not due.
+		past := next.Add(-time.Hour)
+		if _, err := s.UpdateCron(ctx, "alice", "c2", func(c *Cron) error { c.EndTime = &past; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if due, _ := s.DueCrons(ctx, later, 10); len(due) != 1 || due[0].ID != "c1" {
+			t.Errorf("DueCrons with c2 ended = %v, want [c1]", ids(due))
+		}
+
+		// Update.
+		up, err := s.UpdateCron(ctx, "alice", "c1", func(c *Cron) error {
+			c.Schedule, c.Enabled, c.Metadata, c.ID, c.ThreadID = "5 * * * *", false, []byte(`{"n":2}`), "other", "t2"
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up.ID != "c1" || up.ThreadID != "t1" || up.Schedule != "5 * * * *" || up.Enabled || !up.UpdatedAt.After(up.CreatedAt) {
+			t.Errorf("UpdateCron = %+v, want c1 on t1 with its new schedule, disabled, updated later than created", up)
+		}
+		if got, _ := s.GetCron(ctx, "alice", "c1"); got.Schedule != "5 * * * *" || got.Enabled {
+			t.Errorf("c1 read after its update = %+v", got)
+		}
+		boom := errors.New("boom")
+		if _, err := s.UpdateCron(ctx, "alice", "c2", func(*Cron) error { return boom }); !errors.Is(err, boom) {
+			t.Errorf("UpdateCron whose change fails: got %v, want its error", err)
+		}
+		if _, err := s.UpdateCron(ctx, "bob", "c1", func(*Cron) error { return nil }); !errors.Is(err, ErrNotFound) {
+			t.Errorf("bob updating alice's cron: got %v, want ErrNotFound", err)
+		}
+
+		// Delete.
+		if err := s.DeleteCron(ctx, "bob", "c2"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("bob deleting alice's cron: got %v, want ErrNotFound", err)
+		}
+		if err := s.DeleteCron(ctx, "alice", "c2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetCron(ctx, "alice", "c2"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a deleted cron: got %v, want ErrNotFound", err)
+		}
+		// A thread's crons go with it.
+		if err := s.DeleteThread(ctx, "alice", "t1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetCron(ctx, "alice", "c1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the cron of a deleted thread: got %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// TestMigrateToCrons opens a database at schema version 2, the version
+// before the crons, with a thread in it, and migrates it to the current
+// version: the thread stays and crons can be kept.
+func TestMigrateToCrons(t *testing.T) {
+	v2 := func(d *Dialect) *Dialect {
+		return &Dialect{Name: d.Name, Migrations: d.Migrations[:2], Numbered: d.Numbered, ForUpdate: d.ForUpdate,
+			SkipLocked: d.SkipLocked, Contains: d.Contains, LeaseNow: d.LeaseNow, WritableCTE: d.WritableCTE}
+	}
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) (DB, *Dialect)
+	}{
+		{"sqlite", func(t *testing.T) (DB, *Dialect) {
+			d, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			return &sqliteDB{db: d.DB(), write: d.WriteTx}, SQLite
+		}},
+		{"postgres", func(t *testing.T) (DB, *Dialect) {
+			d, err := postgres.Open(context.Background(), pgtest.NewDatabase(t, "weft_records_"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			return pgDB{d.Pool()}, Postgres
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, d := b.open(t)
+			old := newStore(db, v2(d), Options{}, 1)
+			defer old.Close()
+			if err := old.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.CreateThread(ctx, Thread{ID: "t1", Owner: "alice"}, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", ThreadID: "t1"}); err == nil {
+				t.Fatal("a cron kept at schema version 2, which has no crons table")
+			}
+			cur := newStore(db, d, Options{}, 1)
+			defer cur.Close()
+			if err := cur.Migrate(ctx); err != nil {
+				t.Fatalf("migrating from version 2: %v", err)
+			}
+			var version int64
+			if err := cur.read(ctx, func(tx Tx) error {
+				_, err := cur.queryRow(ctx, tx, `SELECT MAX(version) FROM weft_schema_migrations WHERE component = $1`, []any{migrationComponent}, &version)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if int(version) != len(d.Migrations) {
+				t.Errorf("schema version after the migration = %d, want %d", version, len(d.Migrations))
+			}
+			if _, err := cur.GetThread(ctx, "alice", "t1"); err != nil {
+				t.Errorf("the thread kept before the migration: %v", err)
+			}
+			if _, err := cur.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", AssistantID: "a", ThreadID: "t1", Schedule: "* * * * *", Timezone: "UTC", Enabled: true, OnRunCompleted: "delete"}); err != nil {
+				t.Fatalf("a cron after the migration: %v", err)
+			}
+		})
+	}
+}
