@@ -11,6 +11,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/signintech/gopdf v0.33.0
 	github.com/spf13/cobra v1.10.2
 	go.opentelemetry.io/otel/sdk v1.47.0

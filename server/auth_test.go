@@ -21,6 +21,7 @@ func TestUsersAreKeptApart(t *testing.T) {
 	rid := runs[0]["run_id"].(string)
 	cp := alice.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
 	alice.must(204, "PUT", "/store/items", map[string]any{"namespace": []string{"memories"}, "key": "k", "value": map[string]any{"secret": true}})
+	cron := "/runs/crons/" + alice.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "approval", "schedule": "0 0 1 1 *", "metadata": map[string]any{"secret": true}}).obj(t)["cron_id"].(string)
 
 	th := "/threads/" + tid
 	run := th + "/runs/" + rid
@@ -52,6 +53,9 @@ func TestUsersAreKeptApart(t *testing.T) {
 		{"GET", "/runs/" + rid + "/stream", nil},
 		{"POST", run + "/cancel?wait=1", nil},
 		{"POST", "/runs/cancel", map[string]any{"thread_id": tid}},
+		{"POST", th + "/runs/crons", map[string]any{"assistant_id": "approval", "schedule": "* * * * *"}},
+		{"PATCH", cron, map[string]any{"enabled": false}},
+		{"DELETE", cron, nil},
 	}
 	for _, c := range notFound {
 		if r := bob.do(c.method, c.path, c.body); r.status != 404 {
@@ -61,6 +65,15 @@ func TestUsersAreKeptApart(t *testing.T) {
 		}
 	}
 	bob.must(409, "POST", "/threads", map[string]any{"thread_id": tid})
+	for _, path := range []string{"/runs/crons/search", "/runs/crons/count"} {
+		r := bob.must(200, "POST", path, map[string]any{"thread_id": tid})
+		if b := strings.TrimSpace(string(r.body)); b != "[]" && b != "0" {
+			t.Errorf("bob %s = %s", path, r.body)
+		}
+	}
+	if r := alice.must(200, "POST", "/runs/crons/count", map[string]any{"thread_id": tid}); strings.TrimSpace(string(r.body)) != "1" {
+		t.Errorf("alice's crons on her thread after bob's tries: %s, want 1", r.body)
+	}
 	for _, path := range []string{"/threads/search", "/threads/count"} {
 		r := bob.must(200, "POST", path, map[string]any{"ids": []string{tid}})
 		if b := strings.TrimSpace(string(r.body)); b != "[]" && b != "0" {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,11 +26,14 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"values":{"messages":[1,2]},"as_node":"echo"}`,
 		`{"before":{"configurable":{"checkpoint_id":5}}}`,
 		`{"user_input":"hi","assistant_id":"echo","timeout":0.5}`, `{"input":{"delay_ms":1},"assistant_id":"slow","session_id":"` + "5a791b3a-ac51-4ff1-a47a-2ffb3377d4d2" + `"}`,
+		`{"assistant_id":"echo","schedule":"*/5 * * * *","timezone":"Europe/Paris","end_time":"2099-01-01T00:00:00Z","on_run_completed":"keep","enabled":false}`,
+		`{"schedule":"61 * * * *","timezone":"Nowhere","end_time":null,"input":null,"select":["now","cron_id"],"sort_by":"next_run_date"}`,
 		`{"thread_ids":["nope",5],"strategy":"keep_latest"}`, `{"user_action":"accept","edited_content":[1]}`, `{"session_id":"x","assistant_id":"nobody"}`,
 	} {
 		f.Add(seed)
 	}
-	srv, err := server.New(context.Background(), server.Options{Graphs: apitestGraphs()})
+	// No cron fires: the crons the fuzzer makes are for their endpoints.
+	srv, err := server.New(context.Background(), server.Options{Graphs: apitestGraphs(), CronInterval: -1})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -37,7 +41,17 @@ func FuzzRequestBodies(f *testing.F) {
 	tid := "5a791b3a-ac51-4ff1-a47a-2ffb3377d4d2"
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, httptest.NewRequest("POST", "/threads", strings.NewReader(`{"thread_id":"`+tid+`"}`)))
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest("POST", "/runs/crons", strings.NewReader(`{"assistant_id":"echo","schedule":"0 0 * * *"}`)))
+	var cron struct {
+		CronID string `json:"cron_id"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &cron); err != nil || cron.CronID == "" {
+		f.Fatalf("creating a cron: %d %s", rec.Code, rec.Body)
+	}
 	targets := []struct{ method, path string }{
+		{"POST", "/threads/" + tid + "/runs/crons"}, {"POST", "/runs/crons"}, {"PATCH", "/runs/crons/" + cron.CronID},
+		{"POST", "/runs/crons/search"}, {"POST", "/runs/crons/count"},
 		{"POST", "/threads"}, {"POST", "/threads/search"}, {"POST", "/threads/count"},
 		{"PATCH", "/threads/" + tid}, {"POST", "/threads/" + tid + "/state"}, {"POST", "/threads/" + tid + "/history"},
 		{"POST", "/threads/" + tid + "/state/checkpoint"}, {"POST", "/threads/prune"}, {"PATCH", "/threads/" + tid + "/state"},

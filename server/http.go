@@ -181,6 +181,13 @@ func (s *Server) routes() http.Handler {
 	handle("POST /runs/batch", s.batchRuns)
 	handle("POST /runs/cancel", s.cancelRuns)
 
+	handle("POST /threads/{thread_id}/runs/crons", s.createCron)
+	handle("POST /runs/crons", s.createCron)
+	handle("PATCH /runs/crons/{cron_id}", s.patchCron)
+	handle("DELETE /runs/crons/{cron_id}", s.deleteCron)
+	handle("POST /runs/crons/search", s.searchCrons)
+	handle("POST /runs/crons/count", s.countCrons)
+
 	handle("PUT /store/items", s.putItem)
 	handle("GET /store/items", s.getItem)
 	handle("DELETE /store/items", s.deleteItem)
@@ -199,7 +206,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 	api.WriteJSON(w, http.StatusOK, map[string]any{
 		"version": stringsOr(s.opts.Version, "weft"),
 		"context": "weft",
-		"flags":   map[string]bool{"assistants": true, "crons": false, "langsmith": false},
+		"flags":   map[string]bool{"assistants": true, "crons": true, "langsmith": false},
 	})
 	return nil
 }

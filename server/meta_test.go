@@ -17,7 +17,7 @@ func TestOkAndInfo(t *testing.T) {
 		t.Errorf("/info = %v", info)
 	}
 	flags, _ := info["flags"].(map[string]any)
-	if flags["assistants"] != true || flags["crons"] != false {
+	if flags["assistants"] != true || flags["crons"] != true {
 		t.Errorf("/info flags = %v", flags)
 	}
 }

@@ -158,6 +158,11 @@ type Options struct {
 	// server POSTs the run to once it ends); nil calls them with the
 	// defaults of WebhookOptions, to any host.
 	Webhooks *WebhookOptions
+	// CronInterval is how often this process looks for the crons due
+	// and fires them (0: DefaultCronInterval); a negative interval fires
+	// none here. Several processes may share a database: each tick is
+	// claimed in it first, and fired by one of them only.
+	CronInterval time.Duration
 }
 
 // RunHooks are called as runs start and end, on the run's goroutine: keep
@@ -199,6 +204,9 @@ type Server struct {
 	webhooks *webhooks
 	// assistants keeps the assistants runs were made from.
 	assistants assistantCache
+	// crons fires the crons due (nil when Options.CronInterval is
+	// negative).
+	crons *cronScheduler
 	// closers release what New opened, in reverse order.
 	closers []func() error
 	closeMu sync.Mutex
@@ -261,6 +269,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.handler = s.routes()
+	s.startCrons()
 	return s, nil
 }
 
@@ -361,6 +370,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // this one at its next start, and resumed from their last checkpoint.
 // Shutdown does not close opts.DB, which the caller opened.
 func (s *Server) Shutdown(ctx context.Context) error {
+	// No cron fires from now on: its run would be refused.
+	s.crons.shutdown()
 	err := s.runs.shutdown(ctx)
 	// The runs are over (or left to resume): the document API's
 	// WebSockets are told the server goes away.

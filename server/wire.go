@@ -201,3 +201,50 @@ func interruptsByTask(snap graph.StateSnapshot) map[string][]graph.Interruption 
 	}
 	return out
 }
+
+// cronJSON is a cron as the API writes it.
+type cronJSON struct {
+	CronID         string          `json:"cron_id"`
+	AssistantID    string          `json:"assistant_id"`
+	ThreadID       *string         `json:"thread_id"`
+	OnRunCompleted string          `json:"on_run_completed"`
+	EndTime        *apiTime        `json:"end_time"`
+	Schedule       string          `json:"schedule"`
+	Timezone       string          `json:"timezone"`
+	CreatedAt      apiTime         `json:"created_at"`
+	UpdatedAt      apiTime         `json:"updated_at"`
+	Payload        json.RawMessage `json:"payload"`
+	UserID         *string         `json:"user_id"`
+	NextRunDate    *apiTime        `json:"next_run_date"`
+	Metadata       json.RawMessage `json:"metadata"`
+	Enabled        bool            `json:"enabled"`
+	// Now is the server's time, written when a search selects it.
+	Now *apiTime `json:"now,omitempty"`
+}
+
+// cronOut writes a cron; withNow adds the server's time.
+func cronOut(c records.Cron, withNow bool) cronJSON {
+	out := cronJSON{
+		CronID: c.ID, AssistantID: c.AssistantID, OnRunCompleted: c.OnRunCompleted, Schedule: c.Schedule, Timezone: c.Timezone,
+		CreatedAt: apiTime(c.CreatedAt), UpdatedAt: apiTime(c.UpdatedAt), Payload: c.Payload, Metadata: c.Metadata, Enabled: c.Enabled,
+	}
+	if c.ThreadID != "" {
+		out.ThreadID = &c.ThreadID
+	}
+	if c.Owner != "" {
+		out.UserID = &c.Owner
+	}
+	if c.EndTime != nil {
+		t := apiTime(*c.EndTime)
+		out.EndTime = &t
+	}
+	if c.NextRunDate != nil {
+		t := apiTime(*c.NextRunDate)
+		out.NextRunDate = &t
+	}
+	if withNow {
+		t := apiTime(time.Now())
+		out.Now = &t
+	}
+	return out
+}

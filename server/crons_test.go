@@ -1,0 +1,423 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftlabs/weft/server"
+)
+
+// eventually polls cond until it holds, failing the test after 30 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not so after 30s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCronEndpoints(t *testing.T) {
+	s := newServer(t, server.Options{CronInterval: -1})
+	if flags := s.must(200, "GET", "/info", nil).obj(t)["flags"].(map[string]any); flags["crons"] != true {
+		t.Errorf("GET /info flags = %v, want crons: true", flags)
+	}
+	tid := s.newThread()
+	before := time.Now()
+	c1 := s.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{
+		"assistant_id": "slow", "schedule": "*/5 * * * *", "input": map[string]any{"tag": "x"},
+		"metadata": map[string]any{"team": "a"}, "multitask_strategy": "enqueue", "on_disconnect": "cancel",
+	}).obj(t)
+	if c1["thread_id"] != tid || c1["assistant_id"] != server.SystemAssistantID("slow") || c1["schedule"] != "*/5 * * * *" ||
+		c1["timezone"] != "UTC" || c1["enabled"] != true || c1["end_time"] != nil || c1["on_run_completed"] != "delete" {
+		t.Errorf("created thread cron = %v", c1)
+	}
+	payload := c1["payload"].(map[string]any)
+	if payload["multitask_strategy"] != "enqueue" || payload["input"].(map[string]any)["tag"] != "x" {
+		t.Errorf("payload = %v, want the run's fields", payload)
+	}
+	for _, k := range []string{"schedule", "on_disconnect"} {
+		if _, ok := payload[k]; ok {
+			t.Errorf("payload = %v, has %s, which is not its runs'", payload, k)
+		}
+	}
+	next, err := time.Parse(time.RFC3339, c1["next_run_date"].(string))
+	if err != nil {
+		t.Fatalf("next_run_date %v: %v", c1["next_run_date"], err)
+	}
+	if !next.After(before) || next.Minute()%5 != 0 || next.Second() != 0 || next.Sub(before) > 5*time.Minute {
+		t.Errorf("next_run_date = %v, want the next multiple of 5 minutes after %v", next, before)
+	}
+
+	c2 := s.must(200, "POST", "/runs/crons", map[string]any{
+		"assistant_id": "echo", "schedule": "30 9 * * 1-5", "timezone": "America/New_York",
+		"end_time": "2099-01-01T00:00:00Z", "on_run_completed": "keep", "enabled": false,
+	}).obj(t)
+	if c2["thread_id"] != nil || c2["timezone"] != "America/New_York" || c2["on_run_completed"] != "keep" || c2["enabled"] != false ||
+		!strings.HasPrefix(c2["end_time"].(string), "2099-01-01T00:00:00") {
+		t.Errorf("created stateless cron = %v", c2)
+	}
+	ny, _ := time.LoadLocation("America/New_York")
+	n2, _ := time.Parse(time.RFC3339, c2["next_run_date"].(string))
+	if l := n2.In(ny); l.Hour() != 9 || l.Minute() != 30 || l.Weekday() == time.Saturday || l.Weekday() == time.Sunday {
+		t.Errorf("next_run_date %v is %v in New York, want 9:30 on a weekday", n2, l)
+	}
+	id1, id2 := c1["cron_id"].(string), c2["cron_id"].(string)
+
+	search := func(body map[string]any) []map[string]any {
+		t.Helper()
+		var out []map[string]any
+		s.must(200, "POST", "/runs/crons/search", body).json(t, &out)
+		return out
+	}
+	ids := func(cs []map[string]any) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c["cron_id"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		body map[string]any
+		want string
+	}{
+		{map[string]any{}, id2 + "," + id1},
+		{map[string]any{"sort_by": "created_at", "sort_order": "asc"}, id1 + "," + id2},
+		{map[string]any{"thread_id": tid}, id1},
+		{map[string]any{"assistant_id": "echo"}, id2},
+		{map[string]any{"assistant_id": server.SystemAssistantID("slow")}, id1},
+		{map[string]any{"enabled": false}, id2},
+		{map[string]any{"metadata": map[string]any{"team": "a"}}, id1},
+		{map[string]any{"limit": 1, "offset": 1}, id1},
+	} {
+		if got := ids(search(c.body)); got != c.want {
+			t.Errorf("search %v = %s, want %s", c.body, got, c.want)
+		}
+	}
+	sel := search(map[string]any{"select": []string{"cron_id", "now"}, "thread_id": tid})
+	if len(sel) != 1 || len(sel[0]) != 2 || sel[0]["cron_id"] != id1 || sel[0]["now"] == nil {
+		t.Errorf("search selecting cron_id and now = %v", sel)
+	}
+	r := s.must(200, "POST", "/runs/crons/search", map[string]any{"limit": 1})
+	if r.header.Get("X-Pagination-Total") != "2" || r.header.Get("X-Pagination-Next") != "1" {
+		t.Errorf("pagination headers = %v", r.header)
+	}
+	if n := strings.TrimSpace(string(s.must(200, "POST", "/runs/crons/count", map[string]any{}).body)); n != "2" {
+		t.Errorf("count = %s, want 2", n)
+	}
+	if n := strings.TrimSpace(string(s.must(200, "POST", "/runs/crons/count", map[string]any{"assistant_id": "echo"}).body)); n != "1" {
+		t.Errorf("count of echo's = %s, want 1", n)
+	}
+
+	// Update: the schedule moves the next run; run fields merge into the
+	// payload, null removes one.
+	up := s.must(200, "PATCH", "/runs/crons/"+id1, map[string]any{
+		"schedule": "0 3 * * *", "input": map[string]any{"tag": "y"}, "multitask_strategy": nil,
+		"metadata": map[string]any{"team": "b"}, "end_time": "2098-01-01T00:00:00Z",
+	}).obj(t)
+	p := up["payload"].(map[string]any)
+	if up["schedule"] != "0 3 * * *" || p["input"].(map[string]any)["tag"] != "y" || p["multitask_strategy"] != nil ||
+		up["metadata"].(map[string]any)["team"] != "b" || !strings.HasPrefix(up["end_time"].(string), "2098") || up["created_at"] != c1["created_at"] {
+		t.Errorf("updated cron = %v", up)
+	}
+	if n, _ := time.Parse(time.RFC3339, up["next_run_date"].(string)); n.Hour() != 3 || n.Minute() != 0 {
+		t.Errorf("next_run_date after the new schedule = %v, want 03:00", n)
+	}
+	up = s.must(200, "PATCH", "/runs/crons/"+id1, map[string]any{"end_time": nil, "enabled": false}).obj(t)
+	if up["end_time"] != nil || up["enabled"] != false || up["schedule"] != "0 3 * * *" {
+		t.Errorf("cron after clearing end_time and disabling it = %v", up)
+	}
+
+	s.must(204, "DELETE", "/runs/crons/"+id1, nil)
+	s.must(404, "DELETE", "/runs/crons/"+id1, nil)
+	s.must(404, "PATCH", "/runs/crons/"+id1, map[string]any{"enabled": true})
+	if got := ids(search(map[string]any{})); got != id2 {
+		t.Errorf("crons after the delete = %s, want %s", got, id2)
+	}
+	// A thread's crons go with it.
+	c3 := s.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "@daily"}).obj(t)
+	s.must(204, "DELETE", "/threads/"+tid, nil)
+	s.must(404, "PATCH", "/runs/crons/"+c3["cron_id"].(string), map[string]any{"enabled": true})
+}
+
+func TestCronErrors(t *testing.T) {
+	s := newServer(t, server.Options{CronInterval: -1})
+	tid := s.newThread()
+	cron := "/runs/crons/" + s.must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *"}).obj(t)["cron_id"].(string)
+	ok := map[string]any{"assistant_id": "echo", "schedule": "* * * * *"}
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for a, b := range ok {
+			m[a] = b
+		}
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	for _, c := range []struct {
+		method, path string
+		body         any
+		status       int
+		field        string
+	}{
+		{"POST", "/runs/crons", with("schedule", nil), 400, "schedule"},
+		{"POST", "/runs/crons", with("assistant_id", nil), 400, "assistant_id"},
+		{"POST", "/runs/crons", with("schedule", "nope"), 400, "schedule"},
+		{"POST", "/runs/crons", with("schedule", "* * * * * *"), 400, "schedule"},
+		{"POST", "/runs/crons", with("schedule", "61 * * * *"), 400, "schedule"},
+		{"POST", "/runs/crons", with("schedule", "CRON_TZ=UTC * * * * *"), 400, "schedule"},
+		{"POST", "/runs/crons", with("schedule", 5), 400, "schedule"},
+		{"POST", "/runs/crons", with("timezone", "Mars/Olympus"), 400, "timezone"},
+		{"POST", "/runs/crons", with("timezone", "Local"), 400, "timezone"},
+		{"POST", "/runs/crons", with("end_time", "tomorrow"), 400, "end_time"},
+		{"POST", "/runs/crons", with("enabled", "yes"), 400, "enabled"},
+		{"POST", "/runs/crons", with("on_run_completed", "maybe"), 400, "on_run_completed"},
+		{"POST", "/runs/crons", with("multitask_strategy", "bogus"), 400, "multitask_strategy"},
+		{"POST", "/runs/crons", with("metadata", []any{1}), 400, "metadata"},
+		{"POST", "/runs/crons", with("config", "x"), 400, "config"},
+		{"POST", "/runs/crons", with("webhook", "ftp://example.com/x"), 400, "webhook"},
+		{"POST", "/runs/crons", with("stream_mode", "sideways"), 400, "stream_mode"},
+		{"POST", "/runs/crons", with("interrupt_before", 5), 400, "interrupt_before"},
+		{"POST", "/runs/crons", with("assistant_id", "no-such-graph"), 404, "no-such-graph"},
+		{"POST", "/runs/crons", "[1]", 400, ""},
+		{"POST", "/runs/crons", "{", 400, "Malformed"},
+		{"POST", "/threads/not-a-uuid/runs/crons", ok, 400, "thread_id"},
+		{"POST", "/threads/00000000-0000-4000-8000-000000000000/runs/crons", ok, 404, "Thread"},
+		{"POST", "/threads/" + tid + "/runs/crons", with("schedule", "nope"), 400, "schedule"},
+		{"PATCH", cron, map[string]any{"schedule": "nope"}, 400, "schedule"},
+		{"PATCH", cron, map[string]any{"timezone": "Nowhere/Land"}, 400, "timezone"},
+		{"PATCH", cron, map[string]any{"end_time": 3}, 400, "end_time"},
+		{"PATCH", cron, map[string]any{"on_run_completed": "never"}, 400, "on_run_completed"},
+		{"PATCH", cron, map[string]any{"input": "x", "config": []any{}}, 400, "config"},
+		{"PATCH", "/runs/crons/nope", map[string]any{}, 400, "cron_id"},
+		{"PATCH", "/runs/crons/00000000-0000-4000-8000-000000000000", map[string]any{}, 404, "Cron"},
+		{"DELETE", "/runs/crons/nope", nil, 400, "cron_id"},
+		{"POST", "/runs/crons/search", map[string]any{"sort_by": "schedule"}, 400, "sort_by"},
+		{"POST", "/runs/crons/search", map[string]any{"sort_order": "up"}, 400, "sort_order"},
+		{"POST", "/runs/crons/search", map[string]any{"select": []string{"secret"}}, 400, "select"},
+		{"POST", "/runs/crons/search", map[string]any{"limit": 0}, 400, "limit"},
+		{"POST", "/runs/crons/search", map[string]any{"thread_id": "x"}, 400, "thread_id"},
+		{"POST", "/runs/crons/count", map[string]any{"enabled": 1}, 400, "enabled"},
+	} {
+		r := s.do(c.method, c.path, c.body)
+		if r.status != c.status || !strings.Contains(string(r.body), c.field) {
+			t.Errorf("%s %s %v: %d %s; want %d naming %q", c.method, c.path, c.body, r.status, r.body, c.status, c.field)
+		}
+	}
+	// None of the bad updates changed it.
+	if c := s.must(200, "POST", "/runs/crons/search", map[string]any{}).body; !strings.Contains(string(c), `"schedule":"* * * * *"`) || !strings.Contains(string(c), `"timezone":"UTC"`) {
+		t.Errorf("cron after bad updates: %s", c)
+	}
+}
+
+// ended records the threads of the runs that ended.
+type ended struct {
+	mu      sync.Mutex
+	threads map[string]string
+}
+
+func (e *ended) hooks() server.RunHooks {
+	return server.RunHooks{OnEnd: func(_ context.Context, run server.RunInfo, status string, _ error) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.threads[run.ThreadID] = status
+	}}
+}
+
+// other returns a thread a run ended on that is not one of known, with
+// the run's status.
+func (e *ended) other(known ...string) (string, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for th, st := range e.threads {
+		found := false
+		for _, k := range known {
+			found = found || k == th
+		}
+		if !found {
+			return th, st
+		}
+	}
+	return "", ""
+}
+
+// lockedBuffer is a log shared by goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestCronsFire(t *testing.T) {
+	e := &ended{threads: map[string]string{}}
+	var logged lockedBuffer
+	srv := startServer(t, server.Options{CronInterval: 5 * time.Millisecond, Hooks: e.hooks(), Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logged, testLog{t}), nil))})
+	s := wrap(t, srv)
+
+	// A thread's cron: its runs are on the thread, as its owner's.
+	alice := s.as("alice")
+	tid := alice.newThread()
+	cid := alice.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "input": map[string]any{"tag": "tick"}, "metadata": map[string]any{"from": "cron"}}).obj(t)["cron_id"].(string)
+	for i := 1; i <= 2; i++ {
+		if err := server.MakeCronDue(srv, "alice", cid); err != nil {
+			t.Fatal(err)
+		}
+		var runs []map[string]any
+		eventually(t, "the thread cron's run", func() bool {
+			runs = nil
+			alice.must(200, "GET", "/threads/"+tid+"/runs", nil).json(t, &runs)
+			return len(runs) == i
+		})
+		run := alice.waitRun(tid, runs[0]["run_id"].(string))
+		if run["status"] != "success" || run["metadata"].(map[string]any)["from"] != "cron" {
+			t.Errorf("the cron's run = %v", run)
+		}
+	}
+	var log []any
+	eventually(t, "the thread's values", func() bool {
+		log, _ = alice.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["values"].(map[string]any)["log"].([]any)
+		return len(log) == 2
+	})
+	c := alice.must(200, "POST", "/runs/crons/search", map[string]any{}).body
+	if !strings.Contains(string(c), `"next_run_date":"`+time.Now().UTC().Format("2006")) && !strings.Contains(string(c), `"next_run_date":"`+time.Now().UTC().AddDate(1, 0, 0).Format("2006")) {
+		t.Errorf("the cron after its ticks: %s; want its next run on the next 1st of January", c)
+	}
+	// Disabled, it does not fire: its run count stays (checked after an
+	// enabled cron's tick, which the scheduler handles in the same look).
+	alice.must(200, "PATCH", "/runs/crons/"+cid, map[string]any{"enabled": false})
+	if err := server.MakeCronDue(srv, "alice", cid); err != nil {
+		t.Fatal(err)
+	}
+
+	// A cron without a thread, keeping its threads.
+	keep := alice.must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "input": map[string]any{"tag": "kept"}, "on_run_completed": "keep"}).obj(t)["cron_id"].(string)
+	if err := server.MakeCronDue(srv, "alice", keep); err != nil {
+		t.Fatal(err)
+	}
+	var kept string
+	eventually(t, "the stateless cron's run", func() bool {
+		kept, _ = e.other(tid)
+		return kept != ""
+	})
+	if _, st := e.other(tid); st != "success" {
+		t.Errorf("the kept run ended %s", st)
+	}
+	th := alice.must(200, "GET", "/threads/"+kept, nil).obj(t)
+	if th["status"] != "idle" {
+		t.Errorf("the kept thread = %v", th)
+	}
+	var runs []map[string]any
+	alice.must(200, "GET", "/threads/"+tid+"/runs", nil).json(t, &runs)
+	if len(runs) != 2 {
+		t.Errorf("the disabled cron's thread has %d runs, want 2", len(runs))
+	}
+
+	// A cron without a thread, deleting its threads.
+	del := alice.must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "input": map[string]any{"tag": "gone"}}).obj(t)["cron_id"].(string)
+	if err := server.MakeCronDue(srv, "alice", del); err != nil {
+		t.Fatal(err)
+	}
+	var gone string
+	eventually(t, "the deleting cron's run", func() bool {
+		gone, _ = e.other(tid, kept)
+		return gone != ""
+	})
+	eventually(t, "the deleting cron's thread deleted", func() bool {
+		return alice.do("GET", "/threads/"+gone, nil).status == 404
+	})
+
+	// A cron past its end time does not fire; a tick that fails (its
+	// assistant was deleted) is logged and the loop goes on.
+	tid2 := alice.newThread()
+	aid := alice.must(200, "POST", "/assistants", map[string]any{"graph_id": "slow"}).obj(t)["assistant_id"].(string)
+	failing := alice.must(200, "POST", "/runs/crons", map[string]any{"assistant_id": aid, "schedule": "0 0 1 1 *"}).obj(t)["cron_id"].(string)
+	alice.must(200, "DELETE", "/assistants/"+aid, nil)
+	if err := server.MakeCronDue(srv, "alice", failing); err != nil {
+		t.Fatal(err)
+	}
+	ended := alice.must(200, "POST", "/threads/"+tid2+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "end_time": "2000-01-01T00:00:00Z"}).obj(t)["cron_id"].(string)
+	if err := server.MakeCronDue(srv, "alice", ended); err != nil {
+		t.Fatal(err)
+	}
+	after := alice.must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "input": map[string]any{"tag": "last"}, "on_run_completed": "keep"}).obj(t)["cron_id"].(string)
+	if err := server.MakeCronDue(srv, "alice", after); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the last cron's run", func() bool {
+		th, _ := e.other(tid, kept, gone)
+		return th != ""
+	})
+	alice.must(200, "GET", "/threads/"+tid2+"/runs", nil).json(t, &runs)
+	if len(runs) != 0 {
+		t.Errorf("the ended cron fired: %v", runs)
+	}
+	if l := logged.String(); !strings.Contains(l, "cron_id="+failing) || !strings.Contains(l, "No assistant found") {
+		t.Errorf("the failed tick of cron %s is not logged with its cause:\n%s", failing, l)
+	}
+}
+
+// Two server processes on one database: each tick fires once.
+func TestCronFiresOnceAcrossProcesses(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.open(t)
+			var srvs []*server.Server
+			for range 2 {
+				srv, err := server.New(context.Background(), server.Options{Graphs: apitestGraphs(), DB: db, Logger: testLogger(t), CronInterval: time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				srvs = append(srvs, srv)
+			}
+			a := wrap(t, srvs[0])
+			tid := a.newThread()
+			cid := a.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "input": map[string]any{"tag": "t"}, "multitask_strategy": "enqueue"}).obj(t)["cron_id"].(string)
+			const ticks = 10
+			for i := 1; i <= ticks; i++ {
+				if err := server.MakeCronDue(srvs[i%2], "", cid); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "the tick's run", func() bool {
+					var runs []map[string]any
+					a.must(200, "GET", "/threads/"+tid+"/runs", nil).json(t, &runs)
+					return len(runs) >= i
+				})
+			}
+			// Shut down, the schedulers have ended every look they began.
+			for _, srv := range srvs {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := srv.Shutdown(ctx); err != nil {
+					t.Errorf("Shutdown: %v", err)
+				}
+				cancel()
+			}
+			r := newServer(t, server.Options{DB: db, CronInterval: -1})
+			var runs []map[string]any
+			r.must(200, "GET", "/threads/"+tid+"/runs?limit=100", nil).json(t, &runs)
+			if len(runs) != ticks {
+				t.Errorf("%d runs for %d ticks fired by two processes", len(runs), ticks)
+			}
+		})
+	}
+}

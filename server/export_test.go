@@ -1,0 +1,20 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/weftlabs/weft/server/internal/records"
+)
+
+// MakeCronDue sets owner's cron id's next tick to a moment ago, as if
+// its time had come, for tests that cannot wait for a minute of the
+// schedule to pass.
+func MakeCronDue(s *Server, owner, id string) error {
+	_, err := s.rec.UpdateCron(context.Background(), owner, id, func(c *records.Cron) error {
+		t := time.Now().Add(-time.Second).UTC()
+		c.NextRunDate = &t
+		return nil
+	})
+	return err
+}
