@@ -212,9 +212,12 @@ function cancelledRun(ctx, run) {
 
 // ------------------------------------------------------------------ cases
 const cases = [];
-/** Registers a case; reference: "xfail" marks a defect of the reference server. */
-function test(name, fn, { reference } = {}) {
-  cases.push({ name, fn, reference });
+/**
+ * Registers a case; reference: "xfail" marks a defect of the reference server;
+ * timeoutMs gives a case that must wait for the clock more than --timeout-ms.
+ */
+function test(name, fn, { reference, timeoutMs } = {}) {
+  cases.push({ name, fn, reference, timeoutMs });
 }
 
 // ---- plain HTTP that front ends call outside the SDK (agent-chat-ui)
@@ -1229,6 +1232,74 @@ test("errors.invalid_input", async (ctx) => {
   eq((await c.runs.list(t.thread_id)).length, 0, "bad input made no run");
 });
 
+// ---- crons
+// A cron's schedule counts minutes: the tick this case waits for comes
+// within a minute, and the server looks for crons due every 10 s by
+// default, so it gets longer than the other cases.
+const CRON_TIMEOUT_MS = 150000;
+test(
+  "crons",
+  async (ctx) => {
+    const { c } = ctx;
+    const t = await ctx.thread();
+    const made = [];
+    try {
+      const onThread = await c.crons.createForThread(t.thread_id, "echo", {
+        schedule: "* * * * *",
+        input: user("tick"),
+        metadata: { suite: SUITE, kind: "thread" },
+      });
+      made.push(onThread.cron_id);
+      eq([onThread.thread_id, onThread.assistant_id, onThread.schedule], [t.thread_id, ASSISTANTS.echo, "* * * * *"], "thread cron thread_id, assistant_id, schedule");
+      ok(isStr(onThread.next_run_date), "thread cron next_run_date", onThread);
+      const stateless = await c.crons.create("slow", {
+        schedule: "0 9 * * 1",
+        timezone: "Europe/Paris",
+        input: { tag: "weekly" },
+        metadata: { suite: SUITE, kind: "stateless" },
+        onRunCompleted: "keep",
+        enabled: false,
+      });
+      made.push(stateless.cron_id);
+      eq([stateless.thread_id ?? null, stateless.assistant_id, stateless.timezone, stateless.on_run_completed, stateless.enabled], [null, ASSISTANTS.slow, "Europe/Paris", "keep", false], "stateless cron fields");
+
+      const mine = await c.crons.search({ metadata: { suite: SUITE }, limit: 10 });
+      eq(new Set(mine.map((x) => x.cron_id)), new Set(made), "search by metadata");
+      const byThread = await c.crons.search({ threadId: t.thread_id });
+      eq(byThread.map((x) => x.cron_id), [onThread.cron_id], "search by thread");
+      const picked = await c.crons.search({ metadata: { suite: SUITE, kind: "stateless" }, select: ["cron_id", "schedule"] });
+      eq(picked, [{ cron_id: stateless.cron_id, schedule: "0 9 * * 1" }], "search with select");
+      eq(await c.crons.count({ metadata: { suite: SUITE } }), 2, "count by metadata");
+      eq(await c.crons.count({ assistantId: ASSISTANTS.slow, metadata: { suite: SUITE } }), 1, "count by assistant");
+
+      const updated = await c.crons.update(stateless.cron_id, { schedule: "30 8 * * *", enabled: true, metadata: { suite: SUITE, kind: "updated" } });
+      eq([updated.schedule, updated.enabled, updated.metadata.kind], ["30 8 * * *", true, "updated"], "updated fields");
+      await httpError(c.crons.createForThread(t.thread_id, "echo", { schedule: "not a schedule" }), [400, 422], "a bad schedule");
+
+      // The thread cron fires within a minute: its run is on the thread.
+      const deadline = Date.now() + CRON_TIMEOUT_MS - 5000;
+      let runs = [];
+      while (Date.now() < deadline) {
+        runs = await c.runs.list(t.thread_id);
+        if (runs.length > 0) break;
+        await sleep(500);
+      }
+      ok(runs.length > 0, "the thread cron fired a run on its thread", runs);
+      const run = await ctx.untilRun(t.thread_id, runs.at(-1).run_id, ["success", "error"], "the cron's run");
+      eq(run.status, "success", "the cron's run status");
+
+      await c.crons.delete(stateless.cron_id);
+      made.splice(made.indexOf(stateless.cron_id), 1);
+      eq(await c.crons.count({ metadata: { suite: SUITE } }), 1, "count after a delete");
+      await httpError(c.crons.update(stateless.cron_id, { enabled: false }), [404], "updating a deleted cron");
+    } finally {
+      for (const id of made) await c.crons.delete(id).catch(() => {});
+    }
+  },
+  // The reference answers 500 "Not implemented" for every cron endpoint.
+  { reference: "xfail", timeoutMs: CRON_TIMEOUT_MS },
+);
+
 // ------------------------------------------------------------------ runner
 function selected() {
   if (!opts.only) return cases;
@@ -1256,7 +1327,8 @@ async function runCase(kase) {
     await Promise.race([
       kase.fn(ctx),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Failure(`timed out after ${CASE_TIMEOUT_MS} ms`)), CASE_TIMEOUT_MS);
+        const limit = Math.max(CASE_TIMEOUT_MS, kase.timeoutMs ?? 0);
+        timer = setTimeout(() => reject(new Failure(`timed out after ${limit} ms`)), limit);
       }),
     ]);
   } catch (e) {
