@@ -263,9 +263,9 @@ func (s *Server) patchCron(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	// The checks that read the cron run inside its update: a change made
-	// meanwhile (by another process) is not lost.
-	c, err := s.rec.UpdateCron(r.Context(), user(r), id, func(c *records.Cron) error {
+	// apply makes the change asked to a cron, and gives its new payload
+	// and whether its next tick is to be set again.
+	apply := func(c *records.Cron) (map[string]json.RawMessage, bool) {
 		reschedule := false
 		if f.Schedule != nil && *f.Schedule != c.Schedule {
 			c.Schedule, reschedule = *f.Schedule, true
@@ -292,9 +292,8 @@ func (s *Server) patchCron(w http.ResponseWriter, r *http.Request) error {
 		if f.OnRunCompleted != nil {
 			c.OnRunCompleted = *f.OnRunCompleted
 		}
-		sched, loc, err := cronSchedule(c.Schedule, c.Timezone)
-		if err != nil {
-			return err
+		if _, ok := members["metadata"]; ok {
+			c.Metadata = f.Metadata
 		}
 		var payload map[string]json.RawMessage
 		if err := json.Unmarshal(c.Payload, &payload); err != nil || payload == nil {
@@ -309,20 +308,41 @@ func (s *Server) patchCron(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 		}
-		if _, ok := members["metadata"]; ok {
-			c.Metadata = f.Metadata
-		}
-		assistant := c.AssistantID
-		if f.AssistantID != nil && *f.AssistantID != "" {
-			assistant = *f.AssistantID
-		}
-		if c.AssistantID, err = s.checkCronPayload(r, payload, assistant, c.ThreadID, c.OnRunCompleted); err != nil {
+		return payload, reschedule || c.NextRunDate == nil
+	}
+	// The change is checked on the cron as read, outside the update's
+	// transaction (the checks read the assistant), then made on the cron
+	// as it is then: a change made meanwhile by another request is kept.
+	old, err := s.rec.GetCron(r.Context(), user(r), id)
+	if errors.Is(err, records.ErrNotFound) {
+		return cronNotFound()
+	}
+	if err != nil {
+		return err
+	}
+	payload, _ := apply(&old)
+	if _, _, err := cronSchedule(old.Schedule, old.Timezone); err != nil {
+		return err
+	}
+	assistant := old.AssistantID
+	if f.AssistantID != nil && *f.AssistantID != "" {
+		assistant = *f.AssistantID
+	}
+	resolved, err := s.checkCronPayload(r, payload, assistant, old.ThreadID, old.OnRunCompleted)
+	if err != nil {
+		return err
+	}
+	c, err := s.rec.UpdateCron(r.Context(), user(r), id, func(c *records.Cron) error {
+		payload, reschedule := apply(c)
+		sched, loc, err := cronSchedule(c.Schedule, c.Timezone)
+		if err != nil {
 			return err
 		}
+		c.AssistantID = resolved
 		if c.Payload, err = json.Marshal(payload); err != nil {
 			return err
 		}
-		if reschedule || c.NextRunDate == nil {
+		if reschedule {
 			c.NextRunDate = nextTick(sched, loc, time.Now())
 		}
 		return nil
