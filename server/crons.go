@@ -9,6 +9,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	// The time zone database, built in: a cron's timezone reads the same
+	// in every process sharing a database, whatever zoneinfo its host
+	// has (a process without one would otherwise refuse the zone, and
+	// stop the crons whose schedules it could not read).
+	_ "time/tzdata"
 
 	"github.com/google/uuid"
 	"github.com/robfig/cron/v3"
