@@ -520,20 +520,34 @@ func (c *cronScheduler) loop(ctx context.Context) {
 	}
 }
 
-// fireDue fires the crons due now. A tick that fails is logged; the
-// others go on.
+// cronPasses bounds the batches of crons one look fires.
+const cronPasses = 10
+
+// fireDue fires the crons due now, in batches of cronBatch while there
+// are more (at most cronPasses of them: the rest wait for the next look).
+// A tick that fails is logged; the others go on.
 func (c *cronScheduler) fireDue(ctx context.Context) {
 	now := time.Now()
+	for range cronPasses {
+		if c.fireBatch(ctx, now) < cronBatch || ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// fireBatch fires up to cronBatch crons due at now and returns how many
+// were due.
+func (c *cronScheduler) fireBatch(ctx context.Context, now time.Time) int {
 	due, err := c.s.rec.DueCrons(ctx, now, cronBatch)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.s.log.Error("server: reading the crons due", "err", err)
 		}
-		return
+		return 0
 	}
 	for _, cr := range due {
 		if ctx.Err() != nil {
-			return
+			break
 		}
 		var next *time.Time
 		sched, loc, err := cronSchedule(cr.Schedule, cr.Timezone)
@@ -558,6 +572,7 @@ func (c *cronScheduler) fireDue(ctx context.Context) {
 			c.s.log.Error("server: a cron's tick failed to create its run", "cron_id", cr.ID, "thread_id", cr.ThreadID, "assistant_id", cr.AssistantID, "err", err)
 		}
 	}
+	return len(due)
 }
 
 // fireCron creates and launches a cron's run, as its owner's request to
