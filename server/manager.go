@@ -660,10 +660,18 @@ func (m *manager) markRunning(lr *liveRun) {
 	case err != nil && lr.ctx.Err() == nil:
 		m.s.log.Warn("server: recording a run as running", "run_id", lr.rec.ID, "err", err)
 	case err == nil && !ok:
+		// Cancelled while recorded pending, by a process that did not
+		// know this one executes it: a cancel marked it interrupted, a
+		// rollback deleted it (records.CancelPending), which this run then
+		// carries out, since here it knows where it started.
+		action := records.MultitaskInterrupt
+		if _, gerr := m.s.rec.GetRun(lr.ctx, lr.rec.Owner, lr.rec.ThreadID, lr.rec.ID); errors.Is(gerr, records.ErrNotFound) {
+			action = records.MultitaskRollback
+		}
 		select {
 		case <-lr.done:
 		default:
-			lr.cancel(&cancelCause{action: records.MultitaskInterrupt})
+			lr.cancel(&cancelCause{action: action})
 		}
 	}
 }

@@ -618,3 +618,38 @@ func TestRollbackOfAResumedSubgraphRun(t *testing.T) {
 		})
 	}
 }
+
+// A rollback sent to another server for a run this one has only just
+// started (still recorded pending: it is recorded running after 100 ms)
+// deletes its record there; the run notices when it would be recorded
+// running, stops, and rolls back what it wrote, as it knows where it
+// started. (Sent later, the cancel reaches it through its lease, the
+// case above.)
+func TestRollbackElsewhereOfARunJustStarted(t *testing.T) {
+	db := backends[0].open(t)
+	a := newServer(t, server.Options{DB: db, LeaseTTL: 500 * time.Millisecond})
+	b := newServer(t, server.Options{DB: reopen(t, db), LeaseTTL: 500 * time.Millisecond})
+	tid := a.newThread()
+	a.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "a"}})
+	var before []map[string]any
+	a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &before)
+	rid := a.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 600000, "tag": "b"}}).obj(t)["run_id"].(string)
+	b.must(204, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?wait=1&action=rollback", nil)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var hist []map[string]any
+		a.must(200, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 100}).json(t, &hist)
+		th := a.must(200, "GET", "/threads/"+tid, nil).obj(t)
+		if cmp.Equal(before, hist) && th["status"] == "idle" && a.do("GET", "/threads/"+tid+"/runs/"+rid, nil).status == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the rollback: thread %v, history of %d checkpoints (before: %d), run %d",
+				th["status"], len(hist), len(before), a.do("GET", "/threads/"+tid+"/runs/"+rid, nil).status)
+		}
+	}
+	// The thread runs on from where it was.
+	got := a.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 1, "tag": "c"}}).obj(t)
+	if diff := cmp.Diff([]any{"a", "c"}, got["log"]); diff != "" {
+		t.Errorf("log after the rollback (-want +got):\n%s", diff)
+	}
+}
