@@ -55,9 +55,12 @@ type webhooks struct {
 	client *http.Client
 	log    *slog.Logger
 	wg     sync.WaitGroup
-	// stop ends the waits between attempts at shutdown.
-	stop     chan struct{}
-	stopOnce sync.Once
+	// stop ends the waits between attempts at shutdown; stopped (under
+	// mu) refuses webhooks sent after it, so that none is added to wg
+	// while shutdown waits for it.
+	stop    chan struct{}
+	mu      sync.Mutex
+	stopped bool
 }
 
 func newWebhooks(opts *WebhookOptions, log *slog.Logger) *webhooks {
@@ -161,7 +164,14 @@ func (w *webhooks) send(lr *liveRun, status string, values json.RawMessage, runE
 		w.log.Error("server: encoding a run's webhook; not called", "run_id", lr.rec.ID, "webhook", where, "err", err)
 		return
 	}
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		w.log.Error("server: a run ended after the shutdown's webhooks were sent; its webhook is not called", "run_id", lr.rec.ID, "webhook", where)
+		return
+	}
 	w.wg.Add(1)
+	w.mu.Unlock()
 	go func() {
 		defer w.wg.Done()
 		w.deliver(raw, where, lr.rec.ID, body)
@@ -220,7 +230,12 @@ func (w *webhooks) post(raw string, body []byte) (int, error) {
 // shutdown stops the waits between attempts and waits, until ctx ends,
 // for the webhooks being sent.
 func (w *webhooks) shutdown(ctx context.Context) error {
-	w.stopOnce.Do(func() { close(w.stop) })
+	w.mu.Lock()
+	if !w.stopped {
+		w.stopped = true
+		close(w.stop)
+	}
+	w.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		w.wg.Wait()
