@@ -550,6 +550,14 @@ type PruneOptions struct {
 	KeepLatest int
 	// Before deletes checkpoints made before this time.
 	Before time.Time
+	// SubgraphsBefore, when set (a root checkpoint's id, such as the
+	// thread's latest), deletes every checkpoint of every subgraph
+	// namespace whose id is not greater, its namespace's newest too: what
+	// the subgraph calls of the steps up to that checkpoint left, which
+	// its state no longer needs. Subgraph checkpoints made after it (a
+	// subgraph interrupted in the step that followed) are kept; KeepLatest
+	// and Before then apply to the root namespace alone.
+	SubgraphsBefore string
 }
 
 // ThreadDriver is the part of Driver that manages whole threads. Every
@@ -641,8 +649,8 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts PruneOptions) (
 	if opts.KeepLatest < 0 {
 		return 0, fmt.Errorf("%w: prune KeepLatest must be 0 (unset) or positive, got %d", ErrInvalid, opts.KeepLatest)
 	}
-	if opts.KeepLatest == 0 && opts.Before.IsZero() {
-		return 0, fmt.Errorf("%w: prune needs KeepLatest or Before; with neither it would keep everything", ErrInvalid)
+	if opts.KeepLatest == 0 && opts.Before.IsZero() && opts.SubgraphsBefore == "" {
+		return 0, fmt.Errorf("%w: prune needs KeepLatest, Before or SubgraphsBefore; with none it would keep everything", ErrInvalid)
 	}
 	ctx, done, err := s.own(ctx, "prune", threadID)
 	if err != nil {
@@ -772,11 +780,25 @@ func (s *Saver) PatchMetadata(ctx context.Context, cfg Config, extra map[string]
 	return cfg, done(s.d.PatchMetadata(ctx, cfg, extra))
 }
 
-// PruneKeeps reports which of a namespace's checkpoints opts keeps. ids and
-// times are in id order, oldest first; the newest is always kept. Drivers
-// share it so every backend prunes alike.
-func PruneKeeps(opts PruneOptions, ids []string, times []time.Time) []bool {
+// PruneKeeps reports which of namespace ns's checkpoints opts keeps. ids
+// and times are in id order, oldest first; the newest is always kept,
+// except in a subgraph namespace SubgraphsBefore cuts. Drivers share it so
+// every backend prunes alike.
+func PruneKeeps(opts PruneOptions, ns string, ids []string, times []time.Time) []bool {
 	keep := make([]bool, len(ids))
+	if ns != "" && opts.SubgraphsBefore != "" {
+		for i, id := range ids {
+			keep[i] = id > opts.SubgraphsBefore
+		}
+		return keep
+	}
+	if opts.KeepLatest == 0 && opts.Before.IsZero() {
+		// SubgraphsBefore alone: the other namespaces stay whole.
+		for i := range keep {
+			keep[i] = true
+		}
+		return keep
+	}
 	for i := range ids {
 		switch {
 		case i == len(ids)-1:

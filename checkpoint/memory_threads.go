@@ -113,7 +113,7 @@ func (m *MemoryDriver) Prune(ctx context.Context, threadID string, opts PruneOpt
 		for i, c := range list {
 			ids[i], times[i] = c.cp.ID, c.cp.TS
 		}
-		return PruneKeeps(opts, ids, times)
+		return PruneKeeps(opts, ns, ids, times)
 	})
 }
 

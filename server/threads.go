@@ -310,12 +310,17 @@ func (s *Server) pruneThreads(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pruneCheckpoints deletes every checkpoint of a thread but the latest of
-// each namespace.
+// pruneCheckpoints deletes every checkpoint of a thread but its latest,
+// and the subgraph checkpoints made after it (a subgraph interrupted in
+// the step that follows it, which a resume goes on from).
 func (s *Server) pruneCheckpoints(ctx context.Context, threadID string) error {
 	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
 	defer cancel()
-	_, err := s.saver.Prune(ctx, threadID, checkpoint.PruneOptions{KeepLatest: 1})
+	latest, err := s.saver.Get(ctx, checkpoint.Config{ThreadID: threadID})
+	if err != nil || latest == nil {
+		return err // no checkpoint: nothing to prune
+	}
+	_, err = s.saver.Prune(ctx, threadID, checkpoint.PruneOptions{KeepLatest: 1, SubgraphsBefore: latest.Config.CheckpointID})
 	return err
 }
 

@@ -1,13 +1,17 @@
 package server_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/weftlabs/weft/checkpoint"
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/server"
+	"github.com/weftlabs/weft/store"
 )
 
 func TestThreadCRUD(t *testing.T) {
@@ -395,6 +399,55 @@ func TestPruneThreads(t *testing.T) {
 		}
 	}
 	alice.must(200, "GET", "/threads/"+b, nil)
+}
+
+// keep_latest also deletes what the thread's finished subgraph calls
+// left (each call's checkpoints have a namespace of their own): the
+// thread keeps its latest checkpoint alone, and its state.
+func TestPruneKeepLatestSubgraphs(t *testing.T) {
+	x := graph.Value[int]("x")
+	nested := func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
+		inc := func(ctx context.Context, s graph.State) (graph.Update, error) { return x.Write(x.Get(s) + 1), nil }
+		child, err := graph.New(x).AddNode("inc", inc, nil).AddNode("again", inc, nil).
+			AddEdge(graph.START, "inc").AddEdge("inc", "again").Compile(nil)
+		if err != nil {
+			return nil, err
+		}
+		return graph.New(x).AddSubgraph("sub", child, nil).AddEdge(graph.START, "sub").Compile(&graph.CompileOptions{Checkpointer: saver})
+	}
+	db := backends[0].open(t)
+	s := newServer(t, server.Options{DB: db, Graphs: map[string]server.GraphFunc{"nested": nested}})
+	tid := s.newThread()
+	for range 2 {
+		s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "nested", "input": map[string]any{}})
+	}
+	count := func() (all, root int) {
+		for tp, err := range db.Saver.List(context.Background(), tid, checkpoint.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			all++
+			if tp.Config.Namespace == "" {
+				root++
+			}
+		}
+		return all, root
+	}
+	if all, root := count(); all <= root {
+		t.Fatalf("before the prune: %d checkpoints, %d of the root; want subgraph ones too", all, root)
+	}
+	before := s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["values"]
+	s.must(200, "POST", "/threads/prune", map[string]any{"thread_ids": []string{tid}, "strategy": "keep_latest"})
+	if all, root := count(); all != 1 || root != 1 {
+		t.Errorf("after keep_latest: %d checkpoints, %d of the root; want the latest alone", all, root)
+	}
+	if diff := cmp.Diff(before, s.must(200, "GET", "/threads/"+tid+"/state", nil).obj(t)["values"]); diff != "" {
+		t.Errorf("values after keep_latest (-before +after):\n%s", diff)
+	}
+	got := s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "nested", "input": map[string]any{}}).obj(t)
+	if got["x"] != 6.0 {
+		t.Errorf("a run after the prune: x = %v, want 6", got["x"])
+	}
 }
 
 // PATCH /threads/{id}/state (the SDK's threads.patchState) sets keys of

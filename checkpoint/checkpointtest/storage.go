@@ -767,3 +767,37 @@ func testBadInput(t *testing.T, s *checkpoint.Saver) {
 	// The thread still takes good writes.
 	mustPut(t, s, "t", "", parent, next(), checkpoint.Metadata{}, full("other", v+1, `1`), appended("messages", v+1, v, `"fine"`))
 }
+
+// testPruneSubgraphs: SubgraphsBefore deletes the checkpoints the
+// subgraph calls of the steps up to a root checkpoint left, whole
+// namespaces too, and keeps those made after it.
+func testPruneSubgraphs(t *testing.T, s *checkpoint.Saver) {
+	sub := func(parent string) checkpoint.Metadata {
+		return checkpoint.Metadata{Parents: map[string]string{"": parent}}
+	}
+	mustPut(t, s, "ps", "", "", cp("c1", nil, nil), checkpoint.Metadata{})
+	mustPut(t, s, "ps", "sub:a", "", cp("c1a-1", nil, nil), sub("c1"))
+	mustPut(t, s, "ps", "sub:a", "c1a-1", cp("c1a-2", nil, nil), sub("c1"))
+	mustPut(t, s, "ps", "", "c1", cp("c2", nil, nil), checkpoint.Metadata{})
+	mustPut(t, s, "ps", "", "c2", cp("c3", nil, nil), checkpoint.Metadata{})
+	mustPut(t, s, "ps", "sub:b", "", cp("c3b-1", nil, nil), sub("c3"))
+	n, err := s.Prune(bg, "ps", checkpoint.PruneOptions{KeepLatest: 1, SubgraphsBefore: "c3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("Prune deleted %d checkpoints; want 4 (c1, c2 and sub:a's two)", n)
+	}
+	var got []string
+	for _, tp := range dump(t, s, "ps") {
+		got = append(got, tp.Config.Namespace+"/"+tp.Config.CheckpointID)
+	}
+	if d := cmp.Diff([]string{"sub:b/c3b-1", "/c3"}, got); d != "" {
+		t.Fatalf("kept (-want +got):\n%s", d)
+	}
+	// SubgraphsBefore alone is a prune of its own.
+	mustPut(t, s, "ps", "", "c3", cp("c4", nil, nil), checkpoint.Metadata{})
+	if n, err := s.Prune(bg, "ps", checkpoint.PruneOptions{SubgraphsBefore: "c4"}); err != nil || n != 1 {
+		t.Fatalf("Prune(SubgraphsBefore) = %d, %v; want sub:b's checkpoint deleted", n, err)
+	}
+}

@@ -57,6 +57,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) *checkpoint.Saver) {
 		{"Rewind", testRewind},
 		{"RestoreWrites", testRestoreWrites},
 		{"PatchMetadata", testPatchMetadata},
+		{"PruneSubgraphs", testPruneSubgraphs},
 		{"RestoreWritesApart", testRestoreWritesApart},
 		{"ThreadOpsOwnership", testThreadOpsOwnership},
 		{"ConcurrentWriters", testConcurrentWriters},

@@ -183,7 +183,7 @@ type logKey struct {
 // checkpoint can reach (see collect).
 func (s *Store) Prune(ctx context.Context, threadID string, opts checkpoint.PruneOptions) (int, error) {
 	return s.drop(ctx, threadID, func(ns string, ids []string, times []time.Time) []bool {
-		return checkpoint.PruneKeeps(opts, ids, times)
+		return checkpoint.PruneKeeps(opts, ns, ids, times)
 	})
 }
 
