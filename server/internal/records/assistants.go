@@ -250,31 +250,8 @@ func (s *Store) SearchAssistants(ctx context.Context, q AssistantQuery) ([]Assis
 	case "assistant_id", "graph_id", "name", "created_at":
 		order = q.SortBy
 	}
-	dir := " ASC"
-	if q.Desc {
-		dir = " DESC"
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 10
-	}
-	var out []Assistant
-	total := 0
-	err = s.read(ctx, func(tx Tx) error {
-		out = []Assistant{}
-		var err error
-		if total, err = s.countWhere(ctx, tx, "weft_server_assistants", where, a.vs); err != nil {
-			return err
-		}
-		page := append(a.vs[:len(a.vs):len(a.vs)], limit, max(q.Offset, 0))
-		return s.query(ctx, tx, fmt.Sprintf(`SELECT %s FROM weft_server_assistants WHERE %s ORDER BY %s%s, assistant_id LIMIT $%d OFFSET $%d`,
-			assistantCols, where, order, dir, len(page)-1, len(page)), page, func(r Rows) error {
-			as, err := scanAssistant(r)
-			out = append(out, as)
-			return err
-		})
-	})
-	return out, total, err
+	return searchPage(ctx, s, pageQuery{table: "weft_server_assistants", cols: assistantCols, idCol: "assistant_id", where: where, order: order,
+		vs: a.vs, desc: q.Desc, idFollows: false, limit: q.Limit, offset: q.Offset}, scanAssistant)
 }
 
 // CountAssistants returns how many assistants q selects.
@@ -284,12 +261,7 @@ func (s *Store) CountAssistants(ctx context.Context, q AssistantQuery) (int, err
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	err = s.read(ctx, func(tx Tx) error {
-		n, err = s.countWhere(ctx, tx, "weft_server_assistants", where, a.vs)
-		return err
-	})
-	return n, err
+	return s.countOf(ctx, "weft_server_assistants", where, a.vs)
 }
 
 // AssistantVersions returns a page of the versions of an assistant user

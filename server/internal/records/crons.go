@@ -234,31 +234,8 @@ func (s *Store) SearchCrons(ctx context.Context, q CronQuery) ([]Cron, int, erro
 	case "cron_id", "assistant_id", "thread_id", "updated_at", "next_run_date":
 		order = q.SortBy
 	}
-	dir := " ASC"
-	if q.Desc {
-		dir = " DESC"
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 10
-	}
-	var out []Cron
-	total := 0
-	err = s.read(ctx, func(tx Tx) error {
-		out = nil
-		var err error
-		if total, err = s.countWhere(ctx, tx, "weft_server_crons", where, a.vs); err != nil {
-			return err
-		}
-		page := append(a.vs[:len(a.vs):len(a.vs)], limit, max(q.Offset, 0))
-		return s.query(ctx, tx, fmt.Sprintf(`SELECT %s FROM weft_server_crons WHERE %s ORDER BY %s%s, cron_id%s LIMIT $%d OFFSET $%d`,
-			cronCols, where, order, dir, dir, len(page)-1, len(page)), page, func(r Rows) error {
-			c, err := scanCron(r)
-			out = append(out, c)
-			return err
-		})
-	})
-	return out, total, err
+	return searchPage(ctx, s, pageQuery{table: "weft_server_crons", cols: cronCols, idCol: "cron_id", where: where, order: order,
+		vs: a.vs, desc: q.Desc, idFollows: true, limit: q.Limit, offset: q.Offset}, scanCron)
 }
 
 // CountCrons returns how many crons q selects (its Limit, Offset and sort
@@ -269,12 +246,7 @@ func (s *Store) CountCrons(ctx context.Context, q CronQuery) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	err = s.read(ctx, func(tx Tx) error {
-		n, err = s.countWhere(ctx, tx, "weft_server_crons", where, a.vs)
-		return err
-	})
-	return n, err
+	return s.countOf(ctx, "weft_server_crons", where, a.vs)
 }
 
 // DueCrons returns, of every owner, up to limit crons enabled whose next

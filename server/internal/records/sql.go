@@ -364,3 +364,59 @@ var schemaV3 = []string{
 	`CREATE INDEX weft_server_crons_thread ON weft_server_crons (thread_id)`,
 	`CREATE INDEX weft_server_crons_due ON weft_server_crons (next_run_date) WHERE enabled = 1`,
 }
+
+// pageQuery is one page of a search: the rows of table that where (with
+// args vs) selects, ordered by order, then by idCol so that pages do not
+// overlap (in the same direction when idFollows).
+type pageQuery struct {
+	table, cols, idCol, where, order string
+	vs                               []any
+	desc, idFollows                  bool
+	// limit is the page's size (0: 10), offset the rows before it.
+	limit, offset int
+}
+
+// searchPage returns a page of a search and how many rows it selects in
+// all, both read in one transaction.
+func searchPage[T any](ctx context.Context, s *Store, q pageQuery, scan func(Rows) (T, error)) ([]T, int, error) {
+	dir := " ASC"
+	if q.desc {
+		dir = " DESC"
+	}
+	idDir := ""
+	if q.idFollows {
+		idDir = dir
+	}
+	limit := q.limit
+	if limit <= 0 {
+		limit = 10
+	}
+	out := []T{}
+	total := 0
+	err := s.read(ctx, func(tx Tx) error {
+		out = out[:0]
+		var err error
+		if total, err = s.countWhere(ctx, tx, q.table, q.where, q.vs); err != nil {
+			return err
+		}
+		page := append(q.vs[:len(q.vs):len(q.vs)], limit, max(q.offset, 0))
+		return s.query(ctx, tx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY %s%s, %s%s LIMIT $%d OFFSET $%d`,
+			q.cols, q.table, q.where, q.order, dir, q.idCol, idDir, len(page)-1, len(page)), page, func(r Rows) error {
+			v, err := scan(r)
+			out = append(out, v)
+			return err
+		})
+	})
+	return out, total, err
+}
+
+// countOf returns how many rows of table where (with args vs) selects.
+func (s *Store) countOf(ctx context.Context, table, where string, vs []any) (int, error) {
+	n := 0
+	err := s.read(ctx, func(tx Tx) error {
+		var err error
+		n, err = s.countWhere(ctx, tx, table, where, vs)
+		return err
+	})
+	return n, err
+}

@@ -209,31 +209,8 @@ func (s *Store) SearchThreads(ctx context.Context, q ThreadQuery) ([]Thread, int
 	case "thread_id", "status", "updated_at":
 		order = q.SortBy
 	}
-	dir := " ASC"
-	if q.Desc {
-		dir = " DESC"
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 10
-	}
-	var out []Thread
-	total := 0
-	err = s.read(ctx, func(tx Tx) error {
-		out = nil
-		var err error
-		if total, err = s.countWhere(ctx, tx, "weft_server_threads", where, a.vs); err != nil {
-			return err
-		}
-		page := append(a.vs[:len(a.vs):len(a.vs)], limit, max(q.Offset, 0))
-		return s.query(ctx, tx, fmt.Sprintf(`SELECT %s FROM weft_server_threads WHERE %s ORDER BY %s%s, thread_id%s LIMIT $%d OFFSET $%d`,
-			threadCols, where, order, dir, dir, len(page)-1, len(page)), page, func(r Rows) error {
-			t, err := scanThread(r)
-			out = append(out, t)
-			return err
-		})
-	})
-	return out, total, err
+	return searchPage(ctx, s, pageQuery{table: "weft_server_threads", cols: threadCols, idCol: "thread_id", where: where, order: order,
+		vs: a.vs, desc: q.Desc, idFollows: true, limit: q.Limit, offset: q.Offset}, scanThread)
 }
 
 // CountThreads returns how many threads q selects (its Limit, Offset and
@@ -244,10 +221,5 @@ func (s *Store) CountThreads(ctx context.Context, q ThreadQuery) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	err = s.read(ctx, func(tx Tx) error {
-		n, err = s.countWhere(ctx, tx, "weft_server_threads", where, a.vs)
-		return err
-	})
-	return n, err
+	return s.countOf(ctx, "weft_server_threads", where, a.vs)
 }
