@@ -98,16 +98,13 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 // its metadata's graph_id names (the SDK's threads.create sets it from
 // graphId).
 func (s *Server) superstepsGraph(metadata json.RawMessage) (*servedGraph, error) {
-	var m struct {
-		GraphID string `json:"graph_id"`
-	}
-	_ = json.Unmarshal(metadata, &m)
-	if m.GraphID == "" {
+	id := metadataGraphID(metadata)
+	if id == "" {
 		return nil, api.Invalid(api.Field("supersteps update a graph's state: name it in metadata.graph_id (the SDK's graphId)", "metadata", "graph_id"))
 	}
-	g, ok := s.graphs[m.GraphID]
+	g, ok := s.graphs[id]
 	if !ok {
-		return nil, api.Invalid(api.Field(fmt.Sprintf("graph %q is not served here", m.GraphID), "metadata", "graph_id"))
+		return nil, api.Invalid(api.Field(fmt.Sprintf("graph %q is not served here", id), "metadata", "graph_id"))
 	}
 	return g, nil
 }
@@ -117,7 +114,7 @@ func (s *Server) superstepsGraph(metadata json.RawMessage) (*servedGraph, error)
 // thread).
 func superstepUpdate(g *servedGraph, values json.RawMessage, cmd *commandJSON) (graph.Update, error) {
 	var u graph.Update
-	if len(values) > 0 && string(values) != "null" {
+	if !isNullJSON(values) {
 		v, err := decodeValues(g.g, values)
 		if err != nil {
 			return graph.Update{}, fmt.Errorf("values: %v", err)
@@ -125,7 +122,7 @@ func superstepUpdate(g *servedGraph, values json.RawMessage, cmd *commandJSON) (
 		u = v
 	}
 	if cmd != nil {
-		if len(cmd.Resume) > 0 && string(cmd.Resume) != "null" {
+		if !isNullJSON(cmd.Resume) {
 			return graph.Update{}, errors.New("command.resume: a new thread has no interrupt to resume; give values, or a command's update and goto")
 		}
 		c, err := commandUpdate(g.g, cmd)
@@ -277,18 +274,17 @@ func (s *Server) pruneThreads(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, owner := r.Context(), user(r)
 	var threads []records.Thread
-	for _, id := range ids {
-		t, err := s.rec.GetThread(ctx, owner, id)
-		if errors.Is(err, records.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+	if len(ids) > 0 {
+		// The user's threads among them, in one read (ids are unique).
+		var err error
+		if threads, _, err = s.rec.SearchThreads(ctx, records.ThreadQuery{Owner: owner, IDs: ids, Limit: len(ids)}); err != nil {
 			return err
 		}
+	}
+	for _, t := range threads {
 		if req.Strategy == "keep_latest" && t.Status == records.ThreadBusy {
-			return api.Conflict("Thread %s is busy: a run is pending or running; nothing was pruned", id)
+			return api.Conflict("Thread %s is busy: a run is pending or running; nothing was pruned", t.ID)
 		}
-		threads = append(threads, t)
 	}
 	pruned := 0
 	for _, t := range threads {
@@ -311,8 +307,8 @@ func (s *Server) pruneThreads(w http.ResponseWriter, r *http.Request) error {
 }
 
 // pruneCheckpoints deletes every checkpoint of a thread but its latest,
-// and the subgraph checkpoints made after it (a subgraph interrupted in
-// the step that follows it, which a resume goes on from).
+// and but the subgraph checkpoints made after it (a subgraph interrupted
+// in the step that follows it, which a resume goes on from).
 func (s *Server) pruneCheckpoints(ctx context.Context, threadID string) error {
 	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
 	defer cancel()
@@ -456,18 +452,25 @@ func (s *Server) ownThreadGraph(r *http.Request) (records.Thread, *servedGraph, 
 // threadGraph returns the graph a thread's runs used (its metadata's
 // graph_id), or nil when no run has used one yet.
 func (s *Server) threadGraph(t records.Thread) (*servedGraph, error) {
+	id := metadataGraphID(t.Metadata)
+	if id == "" {
+		return nil, nil
+	}
+	g, ok := s.graphs[id]
+	if !ok {
+		return nil, api.NotFound("Graph %q of thread %s is not served here", id, t.ID).Because(errNoSuchAssistant)
+	}
+	return g, nil
+}
+
+// metadataGraphID reads the graph_id of a thread's metadata ("" when it
+// has none, or the metadata does not read).
+func metadataGraphID(metadata json.RawMessage) string {
 	var m struct {
 		GraphID string `json:"graph_id"`
 	}
-	_ = json.Unmarshal(t.Metadata, &m)
-	if m.GraphID == "" {
-		return nil, nil
-	}
-	g, ok := s.graphs[m.GraphID]
-	if !ok {
-		return nil, api.NotFound("Graph %q of thread %s is not served here", m.GraphID, t.ID).Because(errNoSuchAssistant)
-	}
-	return g, nil
+	_ = json.Unmarshal(metadata, &m)
+	return m.GraphID
 }
 
 // checkpointTimeout bounds a checkpoint read or write made for a request.
