@@ -77,15 +77,19 @@ func (m *MemoryDriver) Get(ctx context.Context, cfg Config) (*Tuple, error) {
 	if cfg.CheckpointID == "" {
 		c = list[len(list)-1]
 	} else {
-		i, ok := slices.BinarySearchFunc(list, cfg.CheckpointID, func(c *memCheckpoint, id string) int {
-			return cmpString(c.cp.ID, id)
-		})
+		i, ok := searchCheckpoint(list, cfg.CheckpointID)
 		if !ok {
 			return nil, nil
 		}
 		c = list[i]
 	}
 	return t.tuple(cfg.ThreadID, cfg.Namespace, c)
+}
+
+// searchCheckpoint finds checkpoint id in a namespace's checkpoints, which
+// are in id order: its index, or where it would go and false.
+func searchCheckpoint(list []*memCheckpoint, id string) (int, bool) {
+	return slices.BinarySearchFunc(list, id, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
 }
 
 func cmpString(a, b string) int {
@@ -196,7 +200,7 @@ func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta
 	}
 	list := t.byNS[cfg.Namespace]
 	var parent *memCheckpoint
-	if i, ok := slices.BinarySearchFunc(list, cfg.CheckpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+	if i, ok := searchCheckpoint(list, cfg.CheckpointID); ok {
 		parent = list[i]
 	}
 	// Compute every value first, so a bad blob stores nothing.
@@ -242,7 +246,7 @@ func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta
 	if parent != nil {
 		inherit(parent)
 	}
-	if i, ok := slices.BinarySearchFunc(list, cp.ID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+	if i, ok := searchCheckpoint(list, cp.ID); ok {
 		inherit(list[i])
 	}
 	for i, b := range blobs {
@@ -259,7 +263,7 @@ func (m *MemoryDriver) Put(ctx context.Context, cfg Config, cp *Checkpoint, meta
 	}
 	stored := cp.cloneWithoutValues()
 	c := &memCheckpoint{cp: stored, meta: cloneMeta(meta), parent: cfg.CheckpointID, refs: refs}
-	i, found := slices.BinarySearchFunc(list, cp.ID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+	i, found := searchCheckpoint(list, cp.ID)
 	if found {
 		list[i] = c
 	} else {
@@ -332,7 +336,7 @@ func (m *MemoryDriver) ReplaceWrites(ctx context.Context, cfg Config, writes []P
 	t := m.threads[cfg.ThreadID]
 	found := false
 	if t != nil {
-		_, found = slices.BinarySearchFunc(t.byNS[cfg.Namespace], cfg.CheckpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) })
+		_, found = searchCheckpoint(t.byNS[cfg.Namespace], cfg.CheckpointID)
 	}
 	if !found {
 		return fmt.Errorf("%w: replace writes: thread %q has no checkpoint %q in namespace %q", ErrNotFound, cfg.ThreadID, cfg.CheckpointID, cfg.Namespace)
@@ -361,7 +365,7 @@ func (m *MemoryDriver) PatchMetadata(ctx context.Context, cfg Config, extra map[
 	var c *memCheckpoint
 	if t := m.threads[cfg.ThreadID]; t != nil {
 		list := t.byNS[cfg.Namespace]
-		if i, ok := slices.BinarySearchFunc(list, cfg.CheckpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+		if i, ok := searchCheckpoint(list, cfg.CheckpointID); ok {
 			c = list[i]
 		}
 	}

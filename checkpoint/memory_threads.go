@@ -124,7 +124,7 @@ func (m *MemoryDriver) Rewind(ctx context.Context, threadID, checkpointID string
 			found := false
 			if t != nil {
 				for _, list := range t.byNS {
-					if _, ok := slices.BinarySearchFunc(list, checkpointID, func(c *memCheckpoint, id string) int { return cmpString(c.cp.ID, id) }); ok {
+					if _, ok := searchCheckpoint(list, checkpointID); ok {
 						found = true
 						break
 					}
