@@ -78,10 +78,10 @@ func (e *encoder) runMetaJSON() []byte {
 
 // taskMeta is the metadata of a node's events: the run's, and the task's
 // as messages events carry it.
-func (e *encoder) taskMeta(ts graph.TaskStart) []byte {
+func (e *encoder) taskMeta(name, id string, step int, triggers []string) []byte {
 	return e.appendMeta(nil, graph.MessageEvent{
-		Node: ts.Name, Step: ts.Step, TaskID: ts.ID, Triggers: ts.Triggers,
-		Path: []any{"__pregel_pull", ts.Name}, Namespace: ts.Name + ":" + ts.ID,
+		Node: name, Step: step, TaskID: id, Triggers: triggers,
+		Path: []any{"__pregel_pull", name}, Namespace: name + ":" + id,
 	})
 }
 
@@ -125,7 +125,7 @@ func (e *encoder) encodeEvents(ev graph.Event, emit func(string, []byte) error) 
 			if err != nil {
 				return err
 			}
-			return emit(modeEvents, e.lcEvent("on_chain_start", ts.Name, ts.ID, stepTags(ts.Step), e.taskMeta(ts), "input", input))
+			return emit(modeEvents, e.lcEvent("on_chain_start", ts.Name, ts.ID, stepTags(ts.Step), e.taskMeta(ts.Name, ts.ID, ts.Step, ts.Triggers), "input", input))
 		}
 		if tr, ok := ev.TaskResult(); ok {
 			return e.endTask(tr, emit)
@@ -180,8 +180,7 @@ func (e *encoder) endTask(tr graph.TaskResult, emit func(string, []byte) error) 
 	if err != nil {
 		return err
 	}
-	meta := e.appendMeta(nil, graph.MessageEvent{Node: tr.Name, Step: tr.Step, TaskID: tr.ID, Path: []any{"__pregel_pull", tr.Name}, Namespace: tr.Name + ":" + tr.ID})
-	return emit(modeEvents, e.lcEvent("on_chain_end", tr.Name, tr.ID, stepTags(tr.Step), meta, "output", output))
+	return emit(modeEvents, e.lcEvent("on_chain_end", tr.Name, tr.ID, stepTags(tr.Step), e.taskMeta(tr.Name, tr.ID, tr.Step, nil), "output", output))
 }
 
 // stepTags are a node's tags, as LangGraph tags a node's run.

@@ -21,8 +21,8 @@ import (
 // "webhook", a URL the server POSTs the run to once it ends, as LangGraph
 // Platform does.
 type WebhookOptions struct {
-	// Client sends them; nil means a client that gives each attempt
-	// DefaultWebhookTimeout and does not follow redirects.
+	// Client sends them; nil means one that does not follow redirects.
+	// Each attempt has DefaultWebhookTimeout, whichever client sends it.
 	Client *http.Client
 	// AllowedHosts, when set, are the only hosts a webhook may name: a
 	// host name ("hooks.example.com"), or "*." and a domain for its
@@ -77,7 +77,6 @@ func newWebhooks(opts *WebhookOptions, log *slog.Logger) *webhooks {
 	w.client = w.opts.Client
 	if w.client == nil {
 		w.client = &http.Client{
-			Timeout: DefaultWebhookTimeout,
 			// A redirect could lead the server where AllowedHosts does not
 			// let the webhook go.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
