@@ -395,27 +395,39 @@ func TestQueuedRunMetadataAtOnce(t *testing.T) {
 	}
 }
 
+// The rollback tests' graphs ask for an answer, then work: their state is
+// the answer and a log of what ran.
+var (
+	gateAnswer = graph.Value[string]("answer")
+	gateLog    = graph.Reduce("log", func(cur, upd []string) []string { return append(append([]string(nil), cur...), upd...) })
+)
+
+// gateWork is the node after the answer: it logs the answer, or, answered
+// "slow", says so on working and waits until the run is cancelled.
+func gateWork(working chan<- struct{}) graph.NodeFunc {
+	return func(ctx context.Context, s graph.State) (graph.Update, error) {
+		if gateAnswer.Get(s) == "slow" {
+			working <- struct{}{}
+			<-ctx.Done()
+			return graph.Update{}, context.Cause(ctx)
+		}
+		return gateLog.Write([]string{"work:" + gateAnswer.Get(s)}), nil
+	}
+}
+
 // A run that resumed an interrupt and is rolled back leaves the thread
 // where it was before it: waiting at the interrupt, with none of the
 // resumed run's writes to the interrupted checkpoint (its resume value,
 // the writes of the node it finished). The next resume answers anew.
 func TestRollbackOfAResumedRun(t *testing.T) {
-	answer := graph.Value[string]("answer")
-	log := graph.Reduce("log", func(cur, upd []string) []string { return append(append([]string(nil), cur...), upd...) })
+	answer, log := gateAnswer, gateLog
 	working := make(chan struct{}, 4)
 	gate := func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
 		ask := func(ctx context.Context, s graph.State) (graph.Update, error) {
 			a := graph.Ask[string](ctx, "approve?")
 			return answer.Write(a).And(log.Write([]string{"ask:" + a})), nil
 		}
-		work := func(ctx context.Context, s graph.State) (graph.Update, error) {
-			if answer.Get(s) == "slow" {
-				working <- struct{}{}
-				<-ctx.Done()
-				return graph.Update{}, context.Cause(ctx)
-			}
-			return log.Write([]string{"work:" + answer.Get(s)}), nil
-		}
+		work := gateWork(working)
 		return graph.New(answer, log).
 			AddNode("ask", ask, nil).
 			AddNode("work", work, nil).
@@ -554,8 +566,7 @@ func TestJoinEndedStatelessRunByID(t *testing.T) {
 // writes the run added to them: the next resume goes on from the
 // interrupted node, and the subgraph's earlier nodes do not run again.
 func TestRollbackOfAResumedSubgraphRun(t *testing.T) {
-	answer := graph.Value[string]("answer")
-	log := graph.Reduce("log", func(cur, upd []string) []string { return append(append([]string(nil), cur...), upd...) })
+	answer, log := gateAnswer, gateLog
 	var firstRuns atomic.Int32
 	working := make(chan struct{}, 4)
 	gate := func(saver *checkpoint.Saver, _ *store.Store) (*graph.Graph, error) {
@@ -573,14 +584,7 @@ func TestRollbackOfAResumedSubgraphRun(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		work := func(ctx context.Context, s graph.State) (graph.Update, error) {
-			if answer.Get(s) == "slow" {
-				working <- struct{}{}
-				<-ctx.Done()
-				return graph.Update{}, context.Cause(ctx)
-			}
-			return log.Write([]string{"work:" + answer.Get(s)}), nil
-		}
+		work := gateWork(working)
 		return graph.New(answer, log).
 			AddSubgraph("sub", child, nil).
 			AddNode("work", work, nil).
