@@ -127,10 +127,11 @@ func endTime(v string) (*time.Time, error) {
 	return &t, nil
 }
 
-// checkCronPayload checks that payload makes a valid run of assistant
-// assistantID on threadID ("" for a new thread each time), as a request
-// to create the run would be checked, and returns the assistant's id.
-func (s *Server) checkCronPayload(r *http.Request, payload map[string]json.RawMessage, assistantID, threadID, onRunCompleted string) (string, error) {
+// checkCronPayload checks that payload (a JSON object) makes a valid run
+// of assistant assistantID on threadID ("" for a new thread each time),
+// as a request to create the run would be checked, and returns the
+// assistant's id.
+func (s *Server) checkCronPayload(r *http.Request, payload json.RawMessage, assistantID, threadID, onRunCompleted string) (string, error) {
 	req, err := cronRunRequest(payload, assistantID, threadID, onRunCompleted)
 	if err != nil {
 		return "", err
@@ -154,14 +155,11 @@ func (s *Server) checkCronPayload(r *http.Request, payload map[string]json.RawMe
 	return a.ID, nil
 }
 
-// cronRunRequest is the request of a cron's run.
-func cronRunRequest(payload map[string]json.RawMessage, assistantID, threadID, onRunCompleted string) (*runRequest, error) {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return nil, err
-	}
+// cronRunRequest is the request of a cron's run, from its payload (a
+// JSON object).
+func cronRunRequest(payload json.RawMessage, assistantID, threadID, onRunCompleted string) (*runRequest, error) {
 	var req runRequest
-	if err := api.Decode(b, &req); err != nil {
+	if err := api.Decode(payload, &req); err != nil {
 		return nil, err
 	}
 	req.AssistantID = &assistantID
@@ -228,11 +226,10 @@ func (s *Server) createCron(w http.ResponseWriter, r *http.Request) error {
 		}
 		c.OnRunCompleted = *f.OnRunCompleted
 	}
-	payload := cronPayload(members)
-	if c.AssistantID, err = s.checkCronPayload(r, payload, *f.AssistantID, threadID, c.OnRunCompleted); err != nil {
+	if c.Payload, err = json.Marshal(cronPayload(members)); err != nil {
 		return err
 	}
-	if c.Payload, err = json.Marshal(payload); err != nil {
+	if c.AssistantID, err = s.checkCronPayload(r, c.Payload, *f.AssistantID, threadID, c.OnRunCompleted); err != nil {
 		return err
 	}
 	c.NextRunDate = nextTick(sched, loc, time.Now())
@@ -329,11 +326,15 @@ func (s *Server) patchCron(w http.ResponseWriter, r *http.Request) error {
 	if _, _, err := cronSchedule(old.Schedule, old.Timezone); err != nil {
 		return err
 	}
+	checked, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
 	assistant := old.AssistantID
 	if f.AssistantID != nil && *f.AssistantID != "" {
 		assistant = *f.AssistantID
 	}
-	resolved, err := s.checkCronPayload(r, payload, assistant, old.ThreadID, old.OnRunCompleted)
+	resolved, err := s.checkCronPayload(r, checked, assistant, old.ThreadID, old.OnRunCompleted)
 	if err != nil {
 		return err
 	}
@@ -579,11 +580,7 @@ func (c *cronScheduler) fireBatch(ctx context.Context, now time.Time) int {
 // create it would: through Server.newRun, with its checks, multitask
 // strategy and webhook.
 func (s *Server) fireCron(ctx context.Context, c records.Cron) error {
-	var payload map[string]json.RawMessage
-	if err := json.Unmarshal(c.Payload, &payload); err != nil {
-		return fmt.Errorf("its payload does not decode: %w", err)
-	}
-	req, err := cronRunRequest(payload, c.AssistantID, c.ThreadID, c.OnRunCompleted)
+	req, err := cronRunRequest(c.Payload, c.AssistantID, c.ThreadID, c.OnRunCompleted)
 	if err != nil {
 		return fmt.Errorf("its payload is not a run request: %w", err)
 	}
