@@ -251,27 +251,9 @@ func (e *ended) other(known ...string) (string, string) {
 	return "", ""
 }
 
-// lockedBuffer is a log shared by goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestCronsFire(t *testing.T) {
 	e := &ended{threads: map[string]string{}}
-	var logged lockedBuffer
+	var logged syncBuffer
 	srv := startServer(t, server.Options{CronInterval: 5 * time.Millisecond, Hooks: e.hooks(), Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logged, testLog{t}), nil))})
 	s := wrap(t, srv)
 
