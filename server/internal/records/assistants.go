@@ -102,14 +102,7 @@ func visible(a *args, user string) string {
 func (s *Store) getAssistant(ctx context.Context, tx Tx, user, id string) (Assistant, error) {
 	a := &args{}
 	where := "assistant_id = " + a.add(id) + " AND " + visible(a, user)
-	out, found, err := queryOne(ctx, s, tx, `SELECT `+assistantCols+` FROM weft_server_assistants WHERE `+where, a.vs, scanAssistant)
-	if err != nil {
-		return Assistant{}, err
-	}
-	if !found {
-		return Assistant{}, fmt.Errorf("%w: assistant %s", ErrNotFound, id)
-	}
-	return out, nil
+	return getOne(ctx, s, tx, "assistant", id, `SELECT `+assistantCols+` FROM weft_server_assistants WHERE `+where, a.vs, scanAssistant)
 }
 
 // GetAssistant returns the assistant id if user may read it.

@@ -122,14 +122,7 @@ func (s *Store) CreateCron(ctx context.Context, c Cron) (Cron, error) {
 }
 
 func (s *Store) getCron(ctx context.Context, tx Tx, owner, id string) (Cron, error) {
-	c, found, err := queryOne(ctx, s, tx, `SELECT `+cronCols+` FROM weft_server_crons WHERE cron_id = $1 AND owner = $2`, []any{id, owner}, scanCron)
-	if err != nil {
-		return Cron{}, err
-	}
-	if !found {
-		return Cron{}, fmt.Errorf("%w: cron %s", ErrNotFound, id)
-	}
-	return c, nil
+	return getOne(ctx, s, tx, "cron", id, `SELECT `+cronCols+` FROM weft_server_crons WHERE cron_id = $1 AND owner = $2`, []any{id, owner}, scanCron)
 }
 
 // GetCron returns owner's cron id.

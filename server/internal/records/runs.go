@@ -312,12 +312,8 @@ func (s *Store) GetRun(ctx context.Context, owner, threadID, runID string) (Run,
 // run's stream is joined by its id alone (GET /runs/{run_id}/stream).
 func (s *Store) FindRun(ctx context.Context, owner, runID string) (Run, error) {
 	var run Run
-	err := s.read(ctx, func(tx Tx) error {
-		r, found, err := queryOne(ctx, s, tx, `SELECT `+runCols+` FROM weft_server_runs WHERE run_id = $1 AND owner = $2`, []any{runID, owner}, scanRun)
-		if err == nil && !found {
-			err = fmt.Errorf("%w: run %s", ErrNotFound, runID)
-		}
-		run = r
+	err := s.read(ctx, func(tx Tx) (err error) {
+		run, err = getOne(ctx, s, tx, "run", runID, `SELECT `+runCols+` FROM weft_server_runs WHERE run_id = $1 AND owner = $2`, []any{runID, owner}, scanRun)
 		return err
 	})
 	return run, err

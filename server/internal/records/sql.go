@@ -179,6 +179,20 @@ func queryOne[T any](ctx context.Context, s *Store, tx Tx, query string, args []
 	return out, found, err
 }
 
+// getOne is queryOne for a record looked up by its id: no row is
+// ErrNotFound, naming kind and id.
+func getOne[T any](ctx context.Context, s *Store, tx Tx, kind, id, query string, args []any, scan func(Rows) (T, error)) (T, error) {
+	out, found, err := queryOne(ctx, s, tx, query, args, scan)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: %s %s", ErrNotFound, kind, id)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
 // countWhere counts the rows of table that where, with its arguments vs,
 // selects.
 func (s *Store) countWhere(ctx context.Context, tx Tx, table, where string, vs []any) (int, error) {

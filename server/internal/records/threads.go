@@ -80,14 +80,7 @@ func (s *Store) CreateThread(ctx context.Context, t Thread, doNothing bool) (Thr
 }
 
 func (s *Store) getThread(ctx context.Context, tx Tx, owner, id string) (Thread, error) {
-	t, found, err := queryOne(ctx, s, tx, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`, []any{id, owner}, scanThread)
-	if err != nil {
-		return Thread{}, err
-	}
-	if !found {
-		return Thread{}, fmt.Errorf("%w: thread %s", ErrNotFound, id)
-	}
-	return t, nil
+	return getOne(ctx, s, tx, "thread", id, `SELECT `+threadCols+` FROM weft_server_threads WHERE thread_id = $1 AND owner = $2`, []any{id, owner}, scanThread)
 }
 
 // GetThread returns owner's thread id.
