@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -240,11 +241,7 @@ func (e *ended) other(known ...string) (string, string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for th, st := range e.threads {
-		found := false
-		for _, k := range known {
-			found = found || k == th
-		}
-		if !found {
+		if !slices.Contains(known, th) {
 			return th, st
 		}
 	}
