@@ -1045,6 +1045,17 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	default:
 		lr.result = values
 	}
+	lr.status, lr.err = status, runErr
+	// The run's places and its metrics go before its stream ends: a
+	// client that saw the end may start its next run at once, and find
+	// this one counted.
+	if lr.admitted {
+		m.unadmit()
+		m.unadmitUser(lr.rec.Owner)
+	}
+	// lr.tel is set on the run's goroutine, which is the one that closes
+	// an executing run; it is nil for a run that never executed.
+	lr.tel.End(status, runErr)
 	var err error
 	if rk, ok := m.broker.(resultKeeper); ok {
 		err = rk.CloseWithResult(lr.rec.ID, retain, lr.result)
@@ -1054,14 +1065,6 @@ func (m *manager) closeRunOnce(lr *liveRun, status string, values json.RawMessag
 	if err != nil {
 		m.s.log.Warn("server: closing a run's stream", "run_id", lr.rec.ID, "err", err)
 	}
-	lr.status, lr.err = status, runErr
-	if lr.admitted {
-		m.unadmit()
-		m.unadmitUser(lr.rec.Owner)
-	}
-	// lr.tel is set on the run's goroutine, which is the one that closes
-	// an executing run; it is nil for a run that never executed.
-	lr.tel.End(status, runErr)
 	if h := m.s.opts.Hooks.OnEnd; h != nil && status != records.RunPending {
 		h(lr.ctx, m.info(lr), status, runErr)
 	}
