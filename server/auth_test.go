@@ -28,37 +28,40 @@ func TestUsersAreKeptApart(t *testing.T) {
 	notFound := []struct {
 		method, path string
 		body         any
+		headers      []string
 	}{
-		{"GET", th, nil},
-		{"PATCH", th, map[string]any{"metadata": map[string]any{"x": 1}}},
-		{"DELETE", th, nil},
-		{"POST", th + "/copy", nil},
-		{"GET", th + "/state", nil},
-		{"POST", th + "/state", map[string]any{"values": map[string]any{"request": "mine"}}},
-		{"PATCH", th + "/state", map[string]any{"metadata": map[string]any{"rating": "bob's"}}},
-		{"GET", th + "/state/" + cp, nil},
-		{"POST", th + "/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": cp}}},
-		{"GET", th + "/history", nil},
-		{"POST", th + "/history", map[string]any{}},
-		{"GET", th + "/files", nil},
-		{"GET", th + "/files/task-1/report.md", nil},
-		{"POST", th + "/runs", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": "yes"}}},
-		{"POST", th + "/runs/stream", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": map[string]any{iid: "yes"}}}},
-		{"POST", th + "/runs/wait", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": "yes"}, "multitask_strategy": "interrupt"}},
-		{"GET", th + "/runs", nil},
-		{"GET", run, nil},
-		{"DELETE", run, nil},
-		{"GET", run + "/join", nil},
-		{"GET", run + "/stream", nil},
-		{"GET", "/runs/" + rid + "/stream", nil},
-		{"POST", run + "/cancel?wait=1", nil},
-		{"POST", "/runs/cancel", map[string]any{"thread_id": tid}},
-		{"POST", th + "/runs/crons", map[string]any{"assistant_id": "approval", "schedule": "* * * * *"}},
-		{"PATCH", cron, map[string]any{"enabled": false}},
-		{"DELETE", cron, nil},
+		{"GET", th, nil, nil},
+		{"PATCH", th, map[string]any{"metadata": map[string]any{"x": 1}}, nil},
+		{"DELETE", th, nil, nil},
+		{"POST", th + "/copy", nil, nil},
+		{"GET", th + "/state", nil, nil},
+		{"POST", th + "/state", map[string]any{"values": map[string]any{"request": "mine"}}, nil},
+		{"PATCH", th + "/state", map[string]any{"metadata": map[string]any{"rating": "bob's"}}, nil},
+		{"GET", th + "/state/" + cp, nil, nil},
+		{"POST", th + "/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": cp}}, nil},
+		{"GET", th + "/history", nil, nil},
+		{"POST", th + "/history", map[string]any{}, nil},
+		{"GET", th + "/stream", nil, nil},
+		{"GET", th + "/stream?stream_mode=lifecycle", nil, []string{"Last-Event-ID", "-"}},
+		{"GET", th + "/files", nil, nil},
+		{"GET", th + "/files/task-1/report.md", nil, nil},
+		{"POST", th + "/runs", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": "yes"}}, nil},
+		{"POST", th + "/runs/stream", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": map[string]any{iid: "yes"}}}, nil},
+		{"POST", th + "/runs/wait", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": "yes"}, "multitask_strategy": "interrupt"}, nil},
+		{"GET", th + "/runs", nil, nil},
+		{"GET", run, nil, nil},
+		{"DELETE", run, nil, nil},
+		{"GET", run + "/join", nil, nil},
+		{"GET", run + "/stream", nil, nil},
+		{"GET", "/runs/" + rid + "/stream", nil, nil},
+		{"POST", run + "/cancel?wait=1", nil, nil},
+		{"POST", "/runs/cancel", map[string]any{"thread_id": tid}, nil},
+		{"POST", th + "/runs/crons", map[string]any{"assistant_id": "approval", "schedule": "* * * * *"}, nil},
+		{"PATCH", cron, map[string]any{"enabled": false}, nil},
+		{"DELETE", cron, nil, nil},
 	}
 	for _, c := range notFound {
-		if r := bob.do(c.method, c.path, c.body); r.status != 404 {
+		if r := bob.do(c.method, c.path, c.body, c.headers...); r.status != 404 {
 			t.Errorf("bob %s %s: %d %s; want 404", c.method, c.path, r.status, r.body)
 		} else if strings.Contains(string(r.body), "secret") {
 			t.Errorf("bob %s %s: the 404 leaks the thread: %s", c.method, c.path, r.body)

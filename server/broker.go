@@ -64,6 +64,19 @@ type resultKeeper interface {
 	Result(ctx context.Context, runID string) (result []byte, ok bool, err error)
 }
 
+// keptReader is a Broker that also reads the events a run's stream keeps
+// without waiting for more (both of the package's brokers): a thread's
+// stream replays its runs' kept events run after run, in order, before it
+// follows those still going.
+type keptReader interface {
+	// Kept returns the events of runID's stream after event id after (-1:
+	// from the first one kept), whether the stream ended after them, and,
+	// when it did not, the stream's events after them as Subscribe yields
+	// them. ok is false when the broker has no stream for the run; err is
+	// ErrStreamTrimmed when events after after were dropped.
+	Kept(ctx context.Context, runID string, after int) (kept []Event, ended bool, rest iter.Seq2[[]Event, error], ok bool, err error)
+}
+
 // FromNow, as Subscribe's after, reads only the events published from
 // now on.
 const FromNow = -2
@@ -217,6 +230,11 @@ func (b *memoryBroker) subscribe(ctx context.Context, runID string, after int, i
 	if st == nil {
 		return nil, false
 	}
+	return b.read(ctx, st, after, idle), true
+}
+
+// read is subscribe on a stream found.
+func (b *memoryBroker) read(ctx context.Context, st *memStream, after int, idle func() error) iter.Seq2[[]Event, error] {
 	next := after + 1
 	if after < -1 {
 		st.mu.Lock()
@@ -266,5 +284,34 @@ func (b *memoryBroker) subscribe(ctx context.Context, runID string, after int, i
 				return
 			}
 		}
-	}, true
+	}
+}
+
+// Kept implements keptReader.
+func (b *memoryBroker) Kept(ctx context.Context, runID string, after int) ([]Event, bool, iter.Seq2[[]Event, error], bool, error) {
+	st := b.stream(runID)
+	if st == nil {
+		return nil, false, nil, false, nil
+	}
+	st.mu.Lock()
+	next := after + 1
+	if next < st.first {
+		if after != -1 || next > 0 {
+			st.mu.Unlock()
+			return nil, false, nil, true, ErrStreamTrimmed
+		}
+		next = st.first
+	}
+	var kept []Event
+	if i := next - st.first; i < len(st.events) {
+		kept = append([]Event(nil), st.events[i:]...)
+	}
+	last, ended := st.next-1, st.closed
+	st.mu.Unlock()
+	if ended {
+		return kept, true, nil, true, nil
+	}
+	// The rest from the same stream: a run that ends now is read to its
+	// end, even once its stream left the broker's map.
+	return kept, false, b.read(ctx, st, max(last, after), nil), true, nil
 }

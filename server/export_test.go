@@ -18,3 +18,7 @@ func MakeCronDue(s *Server, owner, id string) error {
 	})
 	return err
 }
+
+// ThreadStreamsOpen counts the thread streams (GET /threads/{id}/stream)
+// s is serving; a stream counts until its followers stopped.
+func ThreadStreamsOpen(s *Server) int { return s.runs.threads.open() }

@@ -162,6 +162,7 @@ func (s *Server) routes() http.Handler {
 	handle("POST /threads/{thread_id}/state/checkpoint", s.getStateAtPost)
 	handle("GET /threads/{thread_id}/history", s.history)
 	handle("POST /threads/{thread_id}/history", s.history)
+	handle("GET /threads/{thread_id}/stream", s.streamThread)
 	handle("GET /threads/{thread_id}/files", s.listFiles)
 	handle("GET /threads/{thread_id}/files/{name...}", s.getFile)
 

@@ -40,6 +40,11 @@ type manager struct {
 	// relayDone closes when the listener of relayed cancels stopped (nil
 	// without one).
 	relayDone chan struct{}
+	// threads tells this process's thread streams of their runs and
+	// state updates; threadsDone closes when the listener of the notes
+	// other processes relay stopped (nil without one).
+	threads     *threadHub
+	threadsDone chan struct{}
 
 	// admitted holds a token per run created here and not yet ended,
 	// when Options.MaxRuns bounds them; nil otherwise.
@@ -151,6 +156,7 @@ func newManager(s *Server) *manager {
 	if m.broker == nil {
 		m.broker = newMemoryBroker()
 	}
+	m.threads = newThreadHub(m.broker)
 	if m.workerTTL <= 0 {
 		m.workerTTL = DefaultWorkerTTL
 	}
@@ -239,6 +245,20 @@ func (m *manager) start(ctx context.Context) error {
 			defer close(m.relayDone)
 			relay.ListenCancels(m.base, m.stopRelayed)
 		}()
+	}
+	if relay, ok := m.broker.(threadRelay); ok {
+		// Listening before the server serves: a thread's stream joined
+		// here follows the runs other processes create from the start.
+		m.threadsDone = make(chan struct{})
+		listening := make(chan struct{})
+		go func() {
+			defer close(m.threadsDone)
+			relay.ListenThreadNotes(m.base, func() { close(listening) }, m.relayed)
+		}()
+		select {
+		case <-listening:
+		case <-m.threadsDone:
+		}
 	}
 	return nil
 }
@@ -358,7 +378,11 @@ func (m *manager) open(lr *liveRun) error {
 	if err := m.broker.Open(lr.rec.ID); err != nil {
 		return err
 	}
+	// The thread's streams here subscribe before the first event; those
+	// of other processes are told through the broker.
+	m.threads.runOpened(lr.rec.ThreadID, lr.rec.ID, true)
 	_ = m.publish(lr, "metadata", metadataEvent(lr.rec.ID, lr.rec.Attempt))
+	m.relayNote(relayedNote{ThreadID: lr.rec.ThreadID, RunID: lr.rec.ID})
 	return nil
 }
 
@@ -1422,12 +1446,17 @@ func (m *manager) shutdown(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	m.dropLeases(held)
+	// The runs are over: the threads' streams end.
+	m.threads.close()
 	m.stop()
 	if m.loopDone != nil {
 		<-m.loopDone
 	}
 	if m.relayDone != nil {
 		<-m.relayDone
+	}
+	if m.threadsDone != nil {
+		<-m.threadsDone
 	}
 	// Forget this process at once, so that another may take over the
 	// runs it leaves without waiting for its heartbeat to grow old.

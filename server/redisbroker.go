@@ -558,3 +558,105 @@ func (b *redisBroker) ListenCancels(ctx context.Context, stop func(runID string)
 		}
 	}
 }
+
+// Kept implements keptReader: the entries after after, read with XRANGE
+// (a page of readCount at a time), and Subscribe after the last of them.
+// The stream of a run that ended is kept at least closeGrace, so the rest
+// is read from where Kept stopped.
+func (b *redisBroker) Kept(ctx context.Context, runID string, after int) ([]Event, bool, iter.Seq2[[]Event, error], bool, error) {
+	key := b.streamKey(runID)
+	cctx, cancel := b.call(ctx)
+	n, err := b.c.Exists(cctx, key, b.openKey(runID)).Result()
+	cancel()
+	if err != nil {
+		return nil, false, nil, true, unavailable("finding the stream", err)
+	}
+	if n == 0 {
+		return nil, false, nil, false, nil
+	}
+	from := "-"
+	want, strict := 0, false
+	if after >= 0 {
+		from, want, strict = "("+entryID(after), after+1, true
+	}
+	var kept []Event
+	last, ended := after, false
+	for {
+		cctx, cancel := b.call(ctx)
+		msgs, err := b.c.XRangeN(cctx, key, from, "+", readCount).Result()
+		cancel()
+		if err != nil {
+			return nil, false, nil, true, unavailable("reading the stream", err)
+		}
+		for _, m := range msgs {
+			ev, end, err := decodeEntry(m)
+			if err != nil {
+				return nil, false, nil, true, unavailable("decoding the stream", err)
+			}
+			if ev.ID != want && strict {
+				return nil, false, nil, true, ErrStreamTrimmed
+			}
+			want, strict, from, last = ev.ID+1, true, "("+m.ID, ev.ID
+			// An end followed by more entries is a run taken over: the
+			// stream ends at its last end only.
+			ended = end
+			if !end {
+				kept = append(kept, ev)
+			}
+		}
+		if len(msgs) < readCount {
+			break
+		}
+	}
+	if ended {
+		return kept, true, nil, true, nil
+	}
+	rest, ok := b.Subscribe(ctx, runID, last)
+	if !ok {
+		// Gone since: it ended, and nothing more is to be read.
+		return kept, true, nil, true, nil
+	}
+	return kept, false, rest, true, nil
+}
+
+// threadChannel is the Redis channel notes of threads' runs and state
+// updates are relayed on.
+func (b *redisBroker) threadChannel() string { return b.opts.Prefix + "threads" }
+
+// RelayThreadNote publishes a note about a thread (a run opened on it, its
+// state updated) to every process sharing the prefix.
+func (b *redisBroker) RelayThreadNote(ctx context.Context, note []byte) error {
+	ctx, cancel := b.call(ctx)
+	defer cancel()
+	if err := b.c.Publish(ctx, b.threadChannel(), note).Err(); err != nil {
+		return unavailable("relaying a thread's note", err)
+	}
+	return nil
+}
+
+// ListenThreadNotes calls note with each note relayed, until ctx ends,
+// and subscribed once Redis confirmed the subscription (or failed to
+// within the broker's timeout). The subscription comes back by itself
+// after Redis fails; notes relayed meanwhile are lost.
+func (b *redisBroker) ListenThreadNotes(ctx context.Context, subscribed func(), note func([]byte)) {
+	ps := b.c.Subscribe(ctx, b.threadChannel())
+	defer ps.Close()
+	cctx, cancel := b.call(ctx)
+	if _, err := ps.Receive(cctx); err != nil && ctx.Err() == nil {
+		b.log.Warn("server: subscribing to threads' notes in Redis; thread streams miss other processes' runs until it answers", "err", err)
+	}
+	cancel()
+	subscribed()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			note([]byte(msg.Payload))
+		}
+	}
+}

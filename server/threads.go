@@ -502,6 +502,19 @@ func (s *Server) writeState(w http.ResponseWriter, r *http.Request, checkpointID
 	return nil
 }
 
+// stateJSON is the thread's latest state as GET /threads/{id}/state
+// answers it.
+func (s *Server) stateJSON(ctx context.Context, g *servedGraph, threadID string) (threadStateJSON, error) {
+	snap, err := g.g.GetState(ctx, checkpoint.Config{ThreadID: threadID}, &graph.StateOptions{})
+	if err != nil {
+		return threadStateJSON{}, err
+	}
+	if snap.Config.CheckpointID == "" {
+		return emptyState(), nil
+	}
+	return stateOut(snap), nil
+}
+
 func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
 	return s.writeState(w, r, "", "", queryBool(r, "subgraphs"))
 }
@@ -618,6 +631,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if err := s.recordThreadState(ctx, g, t.ID); err != nil {
 		return err
 	}
+	s.stateUpdated(ctx, g, t.ID)
 	api.WriteJSON(w, http.StatusOK, map[string]any{"checkpoint": map[string]string{
 		"thread_id": next.ThreadID, "checkpoint_ns": next.Namespace, "checkpoint_id": next.CheckpointID,
 	}})
