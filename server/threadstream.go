@@ -618,4 +618,3 @@ func (ts *threadStream) put(name string, data []byte, id string) bool {
 	_, err := w.Write(ts.b)
 	return err == nil
 }
-
