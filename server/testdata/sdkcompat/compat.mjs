@@ -746,6 +746,64 @@ test("runs.joinStream_stateless", async ({ c }) => {
   eq(lastValues(evs).log, ["sj"], "its final values");
 });
 
+test(
+  "threads.joinStream",
+  async (ctx) => {
+    const { c } = ctx;
+    const t = await ctx.thread();
+    // A client of its own, to know when the thread's stream was answered
+    // (the server follows the thread from then on) before the run starts.
+    let answered;
+    const joined = new Promise((resolve) => (answered = resolve));
+    const client = new Client({
+      apiUrl: opts.url,
+      apiKey: null,
+      callerOptions: {
+        maxRetries: 0,
+        fetch: async (...args) => {
+          const res = await fetch(...args);
+          if (new URL(String(args[0])).pathname.endsWith(`/threads/${t.thread_id}/stream`)) answered(res);
+          return res;
+        },
+      },
+      defaultHeaders: { "x-compat-case": "threads.joinStream" },
+    });
+    /** Reads the thread's stream until a run_done, then leaves it. */
+    const untilDone = async (options) => {
+      const ac = new AbortController();
+      const evs = [];
+      try {
+        for await (const p of client.threads.joinStream(t.thread_id, { ...options, signal: ac.signal })) {
+          evs.push({ event: p.event, data: p.data, id: p.id });
+          if (p.event === "metadata" && p.data?.status === "run_done") ac.abort();
+        }
+      } catch (e) {
+        if (!ac.signal.aborted) throw e;
+      }
+      return evs;
+    };
+    const reading = untilDone({ streamMode: ["run_modes"] });
+    reading.catch(() => {});
+    const res = await Promise.race([joined, reading.then(() => fail("the thread's stream ended before it was answered"))]);
+    eq(res.status, 200, "GET /threads/{id}/stream status");
+    const run = await c.runs.create(t.thread_id, "slow", { input: { delay_ms: 1, tag: "ts" }, streamMode: ["values", "updates"], streamResumable: true });
+    const evs = await reading;
+    eq(names(evs), ["metadata", "values", "updates", "values", "metadata"], "the run's events on the thread's stream, then run_done");
+    eq(evs[0].data.run_id, run.run_id, "the run's metadata names it");
+    eq(evs[2].data, { sleep: { log: ["ts"] } }, "the run's updates event");
+    eq(evs.at(-1).data, { status: "run_done", run_id: run.run_id }, "run_done");
+    ok(evs.every((e) => isStr(e.id)), "every event of the run has an id", evs.map((e) => e.id));
+    eq(new Set(evs.map((e) => e.id)).size, evs.length, "event ids are distinct");
+    // lifecycle, replayed from the start: the run's first metadata and its
+    // run_done alone.
+    const life = await untilDone({ streamMode: "lifecycle", lastEventId: "-" });
+    eq(life.map((e) => [e.event, e.id]), [evs[0], evs.at(-1)].map((e) => [e.event, e.id]), "lifecycle events replayed from the start");
+    eq(life[0].data, evs[0].data, "lifecycle's run start");
+  },
+  // The reference does not serve GET /threads/{id}/stream.
+  { reference: "xfail" },
+);
+
 /**
  * A TCP proxy to the server under test that breaks one connection off, as
  * a network drop would: the first time a request whose bytes match
