@@ -624,11 +624,22 @@ func (b *redisBroker) Kept(ctx context.Context, runID string, after int) ([]Even
 func (b *redisBroker) threadChannel() string { return b.opts.Prefix + "threads" }
 
 // RelayThreadNote publishes a note about a thread (a run opened on it, its
-// state updated) to every process sharing the prefix.
+// state updated) to every process sharing the prefix. Like a publish, it
+// skips Redis for a while after Redis failed: a run's creation then costs
+// no timeout for its note.
 func (b *redisBroker) RelayThreadNote(ctx context.Context, note []byte) error {
+	b.mu.Lock()
+	down := time.Now().Before(b.downUntil)
+	b.mu.Unlock()
+	if down {
+		return unavailable("relaying a thread's note", errors.New("skipped: Redis failed less than 5 s ago"))
+	}
 	ctx, cancel := b.call(ctx)
 	defer cancel()
 	if err := b.c.Publish(ctx, b.threadChannel(), note).Err(); err != nil {
+		b.mu.Lock()
+		b.downUntil = time.Now().Add(publishCooldown)
+		b.mu.Unlock()
 		return unavailable("relaying a thread's note", err)
 	}
 	return nil
