@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -352,8 +354,23 @@ type threadStream struct {
 	items    chan threadItem
 	wg       sync.WaitGroup
 	followed map[string]bool
-	b        []byte
+	// ended holds the runs whose run_done was handled, or whose end the
+	// runs after them waited for orderWait in vain: they are not waited
+	// for any more.
+	ended map[string]bool
+	// held keeps, by run, the items of a run that came while a run
+	// created before it is followed and not yet ended (see mustWait),
+	// until that run ends or orderWait passed; holdTimer runs meanwhile.
+	held      map[string][]threadItem
+	holdTimer *time.Timer
+	b         []byte
 }
+
+// orderWait bounds how long a run's events wait for the end of a run
+// created before it (see threadStream.mustWait): a stream of a run whose
+// process died, recorded failed by another without its stream's end,
+// does not hold the next run's events longer.
+const orderWait = 2 * time.Second
 
 func (s *Server) streamThread(w http.ResponseWriter, r *http.Request) error {
 	modes, err := parseThreadModes(r)
@@ -369,7 +386,7 @@ func (s *Server) streamThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	ts := &threadStream{s: s, ctx: ctx, modes: modes, out: &sse{}, items: make(chan threadItem), followed: map[string]bool{}}
+	ts := &threadStream{s: s, ctx: ctx, modes: modes, out: &sse{}, items: make(chan threadItem), followed: map[string]bool{}, ended: map[string]bool{}, held: map[string][]threadItem{}}
 	// Registered before the runs are read: a run created meanwhile is
 	// both read and told, and followed once.
 	sub := s.runs.threads.add(ctx, t.ID)
@@ -498,6 +515,11 @@ func (ts *threadStream) start(runID string, events iter.Seq2[[]Event, error]) {
 // away, the server shuts down, or a run's stream fails.
 func (ts *threadStream) loop(sub *threadSub) {
 	defer ts.out.end()
+	defer func() {
+		if ts.holdTimer != nil {
+			ts.holdTimer.Stop()
+		}
+	}()
 	done := ts.s.runs.threads.done
 	for {
 		select {
@@ -525,20 +547,125 @@ func (ts *threadStream) loop(sub *threadSub) {
 				}
 			}
 		case it := <-ts.items:
-			switch {
-			case it.err != nil:
-				ts.fail(it.err)
+			if !ts.handle(it) {
 				return
-			case it.done:
-				if !ts.done(it.runID) {
-					return
-				}
-			default:
-				if !ts.write(it.runID, it.batch) {
-					return
-				}
+			}
+		case <-ts.holdC():
+			ts.holdTimer = nil
+			if !ts.giveUpWaiting() {
+				return
 			}
 		}
+	}
+}
+
+// handle writes a follower's item, or holds it while a run created
+// before its run has not ended. It reports whether the stream goes on.
+func (ts *threadStream) handle(it threadItem) bool {
+	if len(ts.held[it.runID]) > 0 || ts.mustWait(it) {
+		ts.held[it.runID] = append(ts.held[it.runID], it)
+		if ts.holdTimer == nil {
+			ts.holdTimer = time.NewTimer(orderWait)
+		}
+		return true
+	}
+	if !ts.apply(it) {
+		return false
+	}
+	if it.done && len(ts.held) > 0 {
+		return ts.release(false)
+	}
+	return true
+}
+
+// mustWait reports whether an item must wait for the end of a run
+// created before its own. A thread's runs execute one at a time in the
+// order they were created, so a run's events (but its first metadata,
+// which an enqueued run sends at once) come after the end of every run
+// before it: each run has a reader of its own, and this keeps the one
+// that ended first from being passed by the next run's events.
+func (ts *threadStream) mustWait(it threadItem) bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.done && !slices.ContainsFunc(it.batch, func(ev Event) bool { return ev.Name != "metadata" || !isRunStart(ev.Data) }) {
+		return false
+	}
+	return ts.waitsFor(it.runID)
+}
+
+// waitsFor reports whether a run created before runID is followed and
+// has not ended.
+func (ts *threadStream) waitsFor(runID string) bool {
+	for id := range ts.followed {
+		if id < runID && !ts.ended[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// release writes the items held that need wait no more (all: every
+// one), run after run in creation order.
+func (ts *threadStream) release(all bool) bool {
+	for len(ts.held) > 0 {
+		runs := slices.Sorted(maps.Keys(ts.held))
+		i := 0
+		for i < len(runs) && !all && ts.waitsFor(runs[i]) {
+			i++
+		}
+		if i == len(runs) {
+			break
+		}
+		items := ts.held[runs[i]]
+		delete(ts.held, runs[i])
+		for _, it := range items {
+			if !ts.apply(it) {
+				return false
+			}
+		}
+	}
+	if len(ts.held) == 0 && ts.holdTimer != nil {
+		ts.holdTimer.Stop()
+		ts.holdTimer = nil
+	}
+	return true
+}
+
+// giveUpWaiting writes the items held once they waited orderWait: the
+// runs they waited for are not waited for any more.
+func (ts *threadStream) giveUpWaiting() bool {
+	if len(ts.held) == 0 {
+		return true
+	}
+	last := slices.Max(slices.Collect(maps.Keys(ts.held)))
+	for id := range ts.followed {
+		if id < last {
+			ts.ended[id] = true
+		}
+	}
+	return ts.release(true)
+}
+
+// holdC is the channel of the timer bounding the items held; nil when
+// none are.
+func (ts *threadStream) holdC() <-chan time.Time {
+	if ts.holdTimer == nil {
+		return nil
+	}
+	return ts.holdTimer.C
+}
+
+// apply writes a follower's item. It reports whether the stream goes on.
+func (ts *threadStream) apply(it threadItem) bool {
+	switch {
+	case it.err != nil:
+		ts.fail(it.err)
+		return false
+	case it.done:
+		return ts.done(it.runID)
+	default:
+		return ts.write(it.runID, it.batch)
 	}
 }
 
@@ -581,6 +708,7 @@ func (ts *threadStream) write(runID string, evs []Event) bool {
 
 // done writes a run's run_done event, when the modes pass it.
 func (ts *threadStream) done(runID string) bool {
+	ts.ended[runID] = true
 	if !ts.modes.runs && !ts.modes.lifecycle {
 		return true
 	}

@@ -131,3 +131,57 @@ func TestParseThreadModes(t *testing.T) {
 		}
 	}
 }
+
+// A run's events wait for the end of the runs created before it, but its
+// first metadata; those of a run that never ends wait orderWait at most.
+func TestThreadStreamOrder(t *testing.T) {
+	rec := httptest.NewRecorder()
+	ts := &threadStream{ctx: context.Background(), modes: threadModes{runs: true}, out: &sse{}, followed: map[string]bool{}, ended: map[string]bool{}, held: map[string][]threadItem{}}
+	ts.out.start(rec)
+	ev := func(id int, name, data string) []Event { return []Event{{ID: id, Name: name, Data: []byte(data)}} }
+	ts.followed["a"], ts.followed["b"] = true, true
+	for _, it := range []threadItem{
+		{runID: "b", batch: ev(0, "metadata", `{"run_id":"b","attempt":1}`)},
+		{runID: "a", batch: ev(1, "values", `{}`)},
+		{runID: "b", batch: ev(1, "values", `{}`)},
+		{runID: "b", done: true},
+		{runID: "a", done: true},
+	} {
+		if !ts.handle(it) {
+			t.Fatal("the stream ended")
+		}
+	}
+	if ts.holdTimer != nil {
+		t.Error("a timer runs with nothing held")
+	}
+	ids := func() []string {
+		var out []string
+		for line := range strings.Lines(rec.Body.String()) {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
+				out = append(out, id)
+			}
+		}
+		rec.Body.Reset()
+		return out
+	}
+	if diff := cmp.Diff([]string{"b:0", "a:1", "a:done", "b:1", "b:done"}, ids()); diff != "" {
+		t.Errorf("ids in the order written (-want +got):\n%s", diff)
+	}
+	// c never ends here: d's events are held, then written when the
+	// timer fires, and no longer wait for c.
+	ts.followed["c"], ts.followed["d"] = true, true
+	_ = ts.handle(threadItem{runID: "d", batch: ev(1, "values", `{}`)})
+	if got := ids(); len(got) != 0 || ts.holdTimer == nil {
+		t.Fatalf("written %v, timer %v; want d's event held", got, ts.holdTimer != nil)
+	}
+	if !ts.giveUpWaiting() {
+		t.Fatal("the stream ended")
+	}
+	_ = ts.handle(threadItem{runID: "d", batch: ev(2, "values", `{}`)})
+	if diff := cmp.Diff([]string{"d:1", "d:2"}, ids()); diff != "" {
+		t.Errorf("after the wait (-want +got):\n%s", diff)
+	}
+	if ts.holdTimer != nil {
+		t.Error("the timer still runs")
+	}
+}

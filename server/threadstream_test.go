@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,24 @@ func slowRun(tag string, delayMS int, extra ...any) map[string]any {
 func (s *testServer) startRun(tid string, body map[string]any) string {
 	s.t.Helper()
 	return s.must(200, "POST", "/threads/"+tid+"/runs", body).obj(s.t)["run_id"].(string)
+}
+
+// updateState updates a thread's state. A run recorded ended may hold its
+// thread's lease a moment longer (409 "a run is using it"): the update is
+// tried again then, for 10 s at most.
+func (s *testServer) updateState(tid string, body map[string]any) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := s.do("POST", "/threads/"+tid+"/state", body)
+		if r.status == 200 {
+			return
+		}
+		if r.status != 409 || time.Now().After(deadline) {
+			s.t.Fatalf("POST /threads/%s/state: %d %s", tid, r.status, r.body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // runDone is the event a thread's stream sends when run rid ended.
@@ -107,8 +126,16 @@ func TestThreadStreamRunModes(t *testing.T) {
 			t.Errorf("event %s of run %s after the first two runs", ev.Event, r)
 		}
 	}
+	// The enqueued run's metadata may come while the run before it goes;
+	// its other events come after that run's run_done.
+	r3done := slices.IndexFunc(got, func(ev sseEvent) bool { return ev.ID == r3+":done" })
+	for i, ev := range got {
+		if runOf(ev) == r4 && ev.ID != r4+":0" && i < r3done {
+			t.Errorf("run %s's event %s (%s) came before the run_done of %s", r4, ev.ID, ev.Event, r3)
+		}
+	}
 	// A state update is not a run_modes event: the next is the next run's.
-	s.must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
+	s.updateState(tid, map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
 	r5 := s.startRun(tid, slowRun("e", 0))
 	if ev := c.take(1)[0]; ev.Event != "metadata" || ev.ID != r5+":0" {
 		t.Errorf("after a state update, the stream sent %s %s %s; want run %s's metadata", ev.Event, ev.ID, ev.Data, r5)
@@ -121,7 +148,7 @@ func TestThreadStreamLifecycle(t *testing.T) {
 	c := s.openSSE("GET", "/threads/"+tid+"/stream?stream_mode=lifecycle", nil)
 	r1 := s.startRun(tid, slowRun("a", 0))
 	s.waitRun(tid, r1)
-	s.must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
+	s.updateState(tid, map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
 	r2 := s.startRun(tid, slowRun("b", 0))
 	s.waitRun(tid, r2)
 	meta := func(rid string) sseEvent {
@@ -137,7 +164,7 @@ func TestThreadStreamStateUpdate(t *testing.T) {
 	c := s.openSSE("GET", "/threads/"+tid+"/stream?stream_mode=state_update", nil)
 	// A run sends nothing on this mode; the update after it does.
 	s.waitRun(tid, s.startRun(tid, slowRun("b", 0)))
-	s.must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
+	s.updateState(tid, map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
 	ev := c.take(1)[0]
 	if ev.Event != "state_update" || ev.ID != "" {
 		t.Fatalf("got %s (id %q) %s; want a state_update without id", ev.Event, ev.ID, ev.Data)
@@ -165,7 +192,7 @@ func TestThreadStreamSeveralModes(t *testing.T) {
 		c := s.openSSE("GET", "/threads/"+tid+"/stream?"+query, nil)
 		rid := s.startRun(tid, slowRun("a", 0))
 		s.waitRun(tid, rid)
-		s.must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
+		s.updateState(tid, map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
 		got := c.take(3)
 		if diff := cmp.Diff([]string{"metadata", "metadata", "state_update"}, names(got)); diff != "" {
 			t.Fatalf("%s (-want +got):\n%s", query, diff)
@@ -180,7 +207,7 @@ func TestThreadStreamSeveralModes(t *testing.T) {
 	c := s.openSSE("GET", "/threads/"+tid+"/stream?stream_mode=run_modes&stream_mode=state_update", nil)
 	rid := s.startRun(tid, slowRun("a", 0))
 	s.waitRun(tid, rid)
-	s.must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
+	s.updateState(tid, map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
 	got := c.take(6)
 	sameEvents(t, "run_modes and state_update", s.ownEvents(tid, rid), got[:5])
 	if got[5].Event != "state_update" {
@@ -316,7 +343,7 @@ func TestThreadStreamTwoServers(t *testing.T) {
 	r1 := b.startRun(tid, slowRun("b", 0))
 	b.waitRun(tid, r1)
 	sameEvents(t, "run on B, thread streamed on A", b.ownEvents(tid, r1), onA.take(5))
-	b.must(200, "POST", "/threads/"+tid+"/state", map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
+	b.updateState(tid, map[string]any{"values": map[string]any{"tag": "manual"}, "as_node": "sleep"})
 	ev := onA.take(1)[0]
 	state := a.must(200, "GET", "/threads/"+tid+"/state", nil)
 	if want := `{"state":` + strings.TrimSpace(string(state.body)) + `,"thread_id":"` + tid + `"}`; ev.Event != "state_update" || string(ev.Data) != want {
