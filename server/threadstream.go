@@ -354,10 +354,11 @@ type threadStream struct {
 	items    chan threadItem
 	wg       sync.WaitGroup
 	followed map[string]bool
-	// ended holds the runs whose run_done was handled, or whose end the
-	// runs after them waited for orderWait in vain: they are not waited
-	// for any more.
-	ended map[string]bool
+	// going holds the runs followed that the runs after them wait for:
+	// a run leaves it at its run_done, or once the runs after it waited
+	// orderWait in vain. followed keeps every run followed, so that a
+	// run is followed once.
+	going map[string]bool
 	// held keeps, by run, the items of a run that came while a run
 	// created before it is followed and not yet ended (see mustWait),
 	// until that run ends or orderWait passed; holdTimer runs meanwhile.
@@ -386,7 +387,7 @@ func (s *Server) streamThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	ts := &threadStream{s: s, ctx: ctx, modes: modes, out: &sse{}, items: make(chan threadItem), followed: map[string]bool{}, ended: map[string]bool{}, held: map[string][]threadItem{}}
+	ts := &threadStream{s: s, ctx: ctx, modes: modes, out: &sse{}, items: make(chan threadItem), followed: map[string]bool{}, going: map[string]bool{}, held: map[string][]threadItem{}}
 	// Registered before the runs are read: a run created meanwhile is
 	// both read and told, and followed once.
 	sub := s.runs.threads.add(ctx, t.ID)
@@ -456,7 +457,7 @@ func (ts *threadStream) replay(runs []records.Run, pos *threadPos) bool {
 			ts.fail(err)
 			return false
 		}
-		ts.followed[run.ID] = true
+		ts.followed[run.ID], ts.going[run.ID] = true, true
 		if !ts.write(run.ID, kept) {
 			return false
 		}
@@ -477,7 +478,7 @@ func (ts *threadStream) follow(runID string, events iter.Seq2[[]Event, error]) {
 	if ts.followed[runID] {
 		return
 	}
-	ts.followed[runID] = true
+	ts.followed[runID], ts.going[runID] = true, true
 	ts.start(runID, events)
 }
 
@@ -594,11 +595,11 @@ func (ts *threadStream) mustWait(it threadItem) bool {
 	return ts.waitsFor(it.runID)
 }
 
-// waitsFor reports whether a run created before runID is followed and
-// has not ended.
+// waitsFor reports whether runID's events wait for a run created before
+// it (one in going).
 func (ts *threadStream) waitsFor(runID string) bool {
-	for id := range ts.followed {
-		if id < runID && !ts.ended[id] {
+	for id := range ts.going {
+		if id < runID {
 			return true
 		}
 	}
@@ -639,9 +640,9 @@ func (ts *threadStream) giveUpWaiting() bool {
 		return true
 	}
 	last := slices.Max(slices.Collect(maps.Keys(ts.held)))
-	for id := range ts.followed {
+	for id := range ts.going {
 		if id < last {
-			ts.ended[id] = true
+			delete(ts.going, id)
 		}
 	}
 	return ts.release(true)
@@ -708,7 +709,7 @@ func (ts *threadStream) write(runID string, evs []Event) bool {
 
 // done writes a run's run_done event, when the modes pass it.
 func (ts *threadStream) done(runID string) bool {
-	ts.ended[runID] = true
+	delete(ts.going, runID)
 	if !ts.modes.runs && !ts.modes.lifecycle {
 		return true
 	}

@@ -136,10 +136,12 @@ func TestParseThreadModes(t *testing.T) {
 // first metadata; those of a run that never ends wait orderWait at most.
 func TestThreadStreamOrder(t *testing.T) {
 	rec := httptest.NewRecorder()
-	ts := &threadStream{ctx: context.Background(), modes: threadModes{runs: true}, out: &sse{}, followed: map[string]bool{}, ended: map[string]bool{}, held: map[string][]threadItem{}}
+	ts := &threadStream{ctx: context.Background(), modes: threadModes{runs: true}, out: &sse{}, followed: map[string]bool{}, going: map[string]bool{}, held: map[string][]threadItem{}}
 	ts.out.start(rec)
 	ev := func(id int, name, data string) []Event { return []Event{{ID: id, Name: name, Data: []byte(data)}} }
-	ts.followed["a"], ts.followed["b"] = true, true
+	for _, id := range []string{"a", "b"} {
+		ts.followed[id], ts.going[id] = true, true
+	}
 	for _, it := range []threadItem{
 		{runID: "b", batch: ev(0, "metadata", `{"run_id":"b","attempt":1}`)},
 		{runID: "a", batch: ev(1, "values", `{}`)},
@@ -169,7 +171,9 @@ func TestThreadStreamOrder(t *testing.T) {
 	}
 	// c never ends here: d's events are held, then written when the
 	// timer fires, and no longer wait for c.
-	ts.followed["c"], ts.followed["d"] = true, true
+	for _, id := range []string{"c", "d"} {
+		ts.followed[id], ts.going[id] = true, true
+	}
 	_ = ts.handle(threadItem{runID: "d", batch: ev(1, "values", `{}`)})
 	if got := ids(); len(got) != 0 || ts.holdTimer == nil {
 		t.Fatalf("written %v, timer %v; want d's event held", got, ts.holdTimer != nil)
