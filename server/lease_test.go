@@ -227,3 +227,44 @@ func TestConcurrentEnqueueOnIdleThread(t *testing.T) {
 		}
 	}
 }
+
+// A state update that finds no run recorded on the thread but its lease
+// still held (a run whose end is recorded and whose lease is on its way
+// back, or weft run holding the thread for a moment) waits for the lease
+// a little, rather than answering 409 to a client that saw the run end;
+// a lease held on is still a 409.
+func TestUpdateStateWaitsForALeaseOnItsWayBack(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.open(t)
+			other := reopen(t, db)
+			s := newServer(t, server.Options{DB: db})
+			tid := s.newThread()
+			s.must(200, "POST", "/threads/"+tid+"/runs/wait", map[string]any{"assistant_id": "echo", "input": human("hello")})
+			update := map[string]any{"values": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "added", "id": "upd-1"}}}, "as_node": "echo"}
+
+			held, err := other.Saver.Acquire(context.Background(), tid, checkpoint.LeaseOptions{RunID: "weft-run"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			released := make(chan error, 1)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				released <- held.Release(context.Background())
+			}()
+			s.must(200, "POST", "/threads/"+tid+"/state", update)
+			if err := <-released; err != nil {
+				t.Fatal(err)
+			}
+
+			held, err = other.Saver.Acquire(context.Background(), tid, checkpoint.LeaseOptions{RunID: "weft-run"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release(context.Background())
+			if r := s.do("POST", "/threads/"+tid+"/state", update); r.status != 409 {
+				t.Errorf("update of a thread held on: %d %s; want 409", r.status, r.body)
+			}
+		})
+	}
+}

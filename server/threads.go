@@ -617,7 +617,11 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), checkpointTimeout)
 	defer cancel()
-	next, err := g.g.UpdateState(ctx, cfg, u, req.AsNode)
+	var next checkpoint.Config
+	err = whileReleasing(ctx, func() (err error) {
+		next, err = g.g.UpdateState(ctx, cfg, u, req.AsNode)
+		return err
+	})
 	switch {
 	case errors.Is(err, checkpoint.ErrThreadBusy):
 		return api.Conflict("Thread is busy: a run is using it")
@@ -768,4 +772,34 @@ func beforeID(raw json.RawMessage) (string, error) {
 		return "", api.Invalid(api.TypeIssue("string", kindOf(raw), "before"))
 	}
 	return cfg.Configurable.CheckpointID, nil
+}
+
+// releaseWait bounds how long a state update waits for the thread's
+// lease once no run is recorded pending or running on it.
+const releaseWait = 2 * time.Second
+
+// whileReleasing calls write, and again while it fails with
+// checkpoint.ErrThreadBusy, for releaseWait at most: the caller found no
+// run recorded active on the thread, so the lease's holder is a run whose
+// end is recorded and whose lease is on its way back (where the records
+// and the checkpoints are two databases, the end and the release are two
+// writes), or another program that holds the thread for a moment. A
+// client that saw the run end must not get a 409 for it.
+func whileReleasing(ctx context.Context, write func() error) error {
+	deadline := time.Now().Add(releaseWait)
+	pause := 2 * time.Millisecond
+	for {
+		err := write()
+		if !errors.Is(err, checkpoint.ErrThreadBusy) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }

@@ -33,22 +33,10 @@ func (s *testServer) startRun(tid string, body map[string]any) string {
 	return s.must(200, "POST", "/threads/"+tid+"/runs", body).obj(s.t)["run_id"].(string)
 }
 
-// updateState updates a thread's state. A run recorded ended may hold its
-// thread's lease a moment longer (409 "a run is using it"): the update is
-// tried again then, for 10 s at most.
+// updateState updates a thread's state.
 func (s *testServer) updateState(tid string, body map[string]any) {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := s.do("POST", "/threads/"+tid+"/state", body)
-		if r.status == 200 {
-			return
-		}
-		if r.status != 409 || time.Now().After(deadline) {
-			s.t.Fatalf("POST /threads/%s/state: %d %s", tid, r.status, r.body)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	s.must(200, "POST", "/threads/"+tid+"/state", body)
 }
 
 // runDone is the event a thread's stream sends when run rid ended.
