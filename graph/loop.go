@@ -1034,8 +1034,9 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 	subgraphs := r.opts.Subgraphs
 	child.emit = func(ev Event) bool {
 		// As in LangGraph, a subgraph's events (its messages too) reach
-		// the stream only when RunOptions.Subgraphs asks for them.
-		if !subgraphs {
+		// the stream only when RunOptions.Subgraphs asks for them; its
+		// own subgraphs' lifecycle events always do.
+		if !subgraphs && ev.Mode != StreamLifecycle {
 			return true
 		}
 		if emit == nil {
@@ -1043,7 +1044,24 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 		}
 		return emit(ev)
 	}
+	lifecycle := LifecycleEvent{Namespace: child.path}
+	if r.modes.has(StreamLifecycle) {
+		lifecycle.ToolCallID = toolCallOf(t)
+		lifecycle.Kind = LifecycleStarted
+		tc.emitLifecycle(lifecycle)
+	}
 	out, err := child.execute(ctx, in)
+	if r.modes.has(StreamLifecycle) {
+		switch {
+		case err != nil && !isParent(err):
+			lifecycle.Kind, lifecycle.Err = LifecycleFailed, err
+		case err == nil && out.interrupted:
+			lifecycle.Kind = LifecycleInterrupted
+		default:
+			lifecycle.Kind = LifecycleCompleted
+		}
+		tc.emitLifecycle(lifecycle)
+	}
 	var pc *parentCommand
 	if errors.As(err, &pc) {
 		// A node of the subgraph addressed this graph (ToParent): as in
@@ -1069,6 +1087,15 @@ func (r *run) runSubgraph(ctx context.Context, t *task) (Update, error) {
 		}
 	}
 	return u, nil
+}
+
+// emitLifecycle sends a lifecycle event about a subgraph the attempt runs,
+// unless the attempt was abandoned.
+func (tc *taskCtx) emitLifecycle(le LifecycleEvent) {
+	if tc.emit == nil || !tc.live() {
+		return
+	}
+	tc.emit(Event{Mode: StreamLifecycle, Namespace: le.Namespace, Data: le})
 }
 
 // ---------------------------------------------------------------- node API

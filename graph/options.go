@@ -170,7 +170,7 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 	}
 	for _, m := range o.StreamModes {
 		if _, ok := modeBits[m]; !ok {
-			return o, fmt.Errorf("%w: unknown stream mode %q; expected one of values, updates, messages, custom, tasks, checkpoints, debug", ErrInvalidInput, m)
+			return o, fmt.Errorf("%w: unknown stream mode %q; expected one of values, updates, messages, custom, tasks, checkpoints, debug, tools, lifecycle", ErrInvalidInput, m)
 		}
 	}
 	return o, nil

@@ -28,13 +28,20 @@ const (
 	StreamCheckpoints StreamMode = "checkpoints"
 	// StreamDebug: checkpoints and tasks, with step and time.
 	StreamDebug StreamMode = "debug"
+	// StreamTools: each tool call's start, progress, end or failure, as
+	// the tool package reports them (ToolEvent).
+	StreamTools StreamMode = "tools"
+	// StreamLifecycle: each subgraph's start and end (LifecycleEvent), at
+	// every depth, whether or not RunOptions.Subgraphs is set.
+	StreamLifecycle StreamMode = "lifecycle"
 )
 
-type modeSet uint8
+type modeSet uint16
 
 var modeBits = map[StreamMode]modeSet{
 	StreamValues: 1 << 0, StreamUpdates: 1 << 1, StreamMessages: 1 << 2, StreamCustom: 1 << 3,
 	StreamTasks: 1 << 4, StreamCheckpoints: 1 << 5, StreamDebug: 1 << 6,
+	StreamTools: 1 << 7, StreamLifecycle: 1 << 8,
 }
 
 func modesOf(ms []StreamMode) modeSet {
@@ -52,10 +59,12 @@ type Event struct {
 	// Mode is the kind of event; Data's type follows from it: State
 	// (values), NodeUpdate (updates), MessageEvent (messages), the value
 	// a node emitted (custom), TaskStart or TaskResult (tasks),
-	// StateSnapshot (checkpoints), DebugEvent (debug).
+	// StateSnapshot (checkpoints), DebugEvent (debug), ToolEvent (tools),
+	// LifecycleEvent (lifecycle).
 	Mode StreamMode `json:"mode"`
 	// Namespace is empty for the graph itself and names the subgraph
-	// task path ("node:taskid", ...) for subgraph events.
+	// task path ("node:taskid", ...) for subgraph events. A lifecycle
+	// event's is the namespace of the subgraph it is about.
 	Namespace []string `json:"ns,omitempty"`
 	Data      any      `json:"data"`
 }
@@ -87,6 +96,14 @@ func (e Event) Checkpoint() (snap StateSnapshot, ok bool) {
 
 // Debug returns a debug event; ok is false for other events.
 func (e Event) Debug() (d DebugEvent, ok bool) { return eventData[DebugEvent](e, StreamDebug) }
+
+// Tool returns a tools event; ok is false for other events.
+func (e Event) Tool() (te ToolEvent, ok bool) { return eventData[ToolEvent](e, StreamTools) }
+
+// Lifecycle returns a lifecycle event; ok is false for other events.
+func (e Event) Lifecycle() (le LifecycleEvent, ok bool) {
+	return eventData[LifecycleEvent](e, StreamLifecycle)
+}
 
 // Interrupts returns the interrupts of an "__interrupt__" updates event
 // (empty for a static breakpoint); ok is false for any other event.

@@ -105,6 +105,11 @@ type ToolCall struct {
 	Args json.RawMessage
 }
 
+// ToolCallRef returns the call's id: a subgraph sent (graph.Send) a
+// ToolCall on a channel reports it as the call that started it in its
+// lifecycle events (graph.ToolCallRef).
+func (c ToolCall) ToolCallRef() string { return c.ID }
+
 // InvalidToolCall is a tool call whose arguments could not be parsed.
 type InvalidToolCall struct {
 	ID    string
