@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/internal/jsonx"
 	"github.com/weftlabs/weft/llm"
 )
@@ -156,7 +157,7 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 			} else {
 				// A failure is not cached: the copy reports it as its own.
 				out[i] = out[j]
-				out[i].ToolCallID = calls[i].ID
+				out[i].ToolCallID, out[i].ID = calls[i].ID, ""
 			}
 		}
 		if opts.Cache {
@@ -175,8 +176,14 @@ func Node(reg *Registry, msgs *graph.MessagesChannel[llm.Message], opts NodeOpti
 // callOne runs call c with timeout, ending by deadline if that is sooner
 // (zero: none); canonical says that its arguments are in canonical form
 // (jsonx.Canonical).
+//
+// Inside a run that streams tools events, the call reports its start, the
+// progress its tool reports (Progress) and its end: the tool message on
+// success, the envelope's error code and message on failure.
 func callOne(ctx context.Context, tools *Snapshot, c llm.ToolCall, timeout time.Duration, deadline time.Time, canonical bool) llm.Message {
-	env, err := traced(ctx, traceFrom(ctx), CallInfo{Name: c.Name, ID: c.ID}, func(ctx context.Context) (Result[any], error) {
+	info := CallInfo{Name: c.Name, ID: c.ID}
+	ctx, cs := startCall(ctx, info, c.Args, canonical)
+	env, err := traced(ctx, traceFrom(ctx), info, func(ctx context.Context) (Result[any], error) {
 		t, ok := tools.Get(c.Name)
 		if !ok {
 			env := failure(CodeUnknownTool, fmt.Sprintf("there is no tool named %q; the tools are %v", c.Name, tools.Names()), nil)
@@ -184,7 +191,18 @@ func callOne(ctx context.Context, tools *Snapshot, c llm.ToolCall, timeout time.
 		}
 		return t.run(ctx, c.Args, timeout, deadline, canonical)
 	})
-	return envelopeMessage(c.ID, c.Name, env, err == nil)
+	msg := envelopeMessage(c.ID, c.Name, env, err == nil)
+	if cs != nil {
+		if err == nil && msg.IsError() {
+			// The result could not be encoded: the message says so.
+			env, err = failure(CodeFailed, msg.Text(), env.Meta), ErrFailed
+		}
+		// Its id now rather than when the node writes it, so that the
+		// end's output is the message the state gets.
+		msg.ID = ids.Random()
+	}
+	cs.finish(ctx, env, err, msg)
+	return msg
 }
 
 // envelopeMessage writes env as the tool message answering call id: the

@@ -388,10 +388,18 @@ func (t *Tool) Required() []string { return slices.Clone(t.required) }
 // context, unless the tool is declared with Options.Isolate: then a
 // function that ignores its context is abandoned at the timeout, its
 // goroutine finishing in the background and its result dropped.
+//
+// Run inside a graph node whose run streams tools events, the call
+// reports its start, its progress (Progress) and its end, with the
+// envelope's data as its output; it has no tool call id.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage, timeout time.Duration) (Result[any], error) {
-	return traced(ctx, traceFrom(ctx), CallInfo{Name: t.name}, func(ctx context.Context) (Result[any], error) {
+	info := CallInfo{Name: t.name}
+	ctx, cs := startCall(ctx, info, args, false)
+	env, err := traced(ctx, traceFrom(ctx), info, func(ctx context.Context) (Result[any], error) {
 		return t.run(ctx, args, timeout, time.Time{}, false)
 	})
+	cs.finish(ctx, env, err, env.Data)
+	return env, err
 }
 
 // run is Run, ending the call by deadline too if that is sooner (zero:
