@@ -25,9 +25,11 @@ const (
 	modeTasks         = "tasks"
 	modeCheckpoints   = "checkpoints"
 	modeEvents        = "events"
+	modeTools         = "tools"
+	modeLifecycle     = "lifecycle"
 )
 
-var streamModes = []string{modeValues, modeMessages, modeMessagesTuple, modeUpdates, modeEvents, modeTasks, modeCheckpoints, modeDebug, modeCustom}
+var streamModes = []string{modeValues, modeMessages, modeMessagesTuple, modeUpdates, modeEvents, modeTasks, modeCheckpoints, modeDebug, modeCustom, modeTools, modeLifecycle}
 
 // encoder turns a run's graph events into the API's stream events. It
 // also keeps what the run's end needs: the last values and the pending
@@ -73,7 +75,7 @@ func (e *encoder) graphModes() []graph.StreamMode {
 	if e.want[modeMessages] || e.want[modeMessagesTuple] || e.want[modeEvents] {
 		out = append(out, graph.StreamMessages)
 	}
-	for _, m := range []graph.StreamMode{graph.StreamCustom, graph.StreamDebug, graph.StreamTasks, graph.StreamCheckpoints} {
+	for _, m := range []graph.StreamMode{graph.StreamCustom, graph.StreamDebug, graph.StreamTasks, graph.StreamCheckpoints, graph.StreamTools, graph.StreamLifecycle} {
 		if e.want[string(m)] || (m == graph.StreamTasks && e.want[modeEvents]) {
 			out = append(out, m)
 		}
@@ -87,6 +89,11 @@ func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) err
 		if err := e.encodeEvents(ev, emit); err != nil {
 			return err
 		}
+	}
+	if ev.Mode == graph.StreamLifecycle {
+		// Named after the subgraph's namespace, with or without
+		// stream_subgraphs, as the SDK's LifecycleStreamEvent is.
+		return e.lifecycle(ev, emit)
 	}
 	root := len(ev.Namespace) == 0
 	if !root && !e.subgraphs {
@@ -157,6 +164,12 @@ func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) err
 			return err
 		}
 		return emit(name(modeCustom), data)
+	case graph.StreamTools:
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			return err
+		}
+		return emit(name(modeTools), data)
 	case graph.StreamTasks:
 		if !e.want[modeTasks] {
 			return nil // asked for the server's telemetry only
@@ -191,6 +204,30 @@ func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) err
 		return emit(name(modeDebug), data)
 	}
 	return nil
+}
+
+// lifecycle sends a lifecycle event, "lifecycle|" and the subgraph's
+// namespace: {"event", "namespace", "tool_call_id"?, "error"?}, the error
+// named as a run's error event names it.
+func (e *encoder) lifecycle(ev graph.Event, emit func(name string, data []byte) error) error {
+	le, ok := ev.Lifecycle()
+	if !ok || len(ev.Namespace) == 0 {
+		return nil
+	}
+	out := struct {
+		Event      graph.LifecycleKind `json:"event"`
+		Namespace  []string            `json:"namespace"`
+		ToolCallID string              `json:"tool_call_id,omitempty"`
+		Error      json.RawMessage     `json:"error,omitempty"`
+	}{Event: le.Kind, Namespace: ev.Namespace, ToolCallID: le.ToolCallID}
+	if le.Err != nil {
+		out.Error = errorEvent(le.Err)
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return emit(modeLifecycle+"|"+strings.Join(ev.Namespace, "|"), data)
 }
 
 // finalValues returns the JSON of the last values: what a wait or join of
