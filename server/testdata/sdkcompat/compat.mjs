@@ -214,10 +214,12 @@ function cancelledRun(ctx, run) {
 const cases = [];
 /**
  * Registers a case; reference: "xfail" marks a defect of the reference server;
- * timeoutMs gives a case that must wait for the clock more than --timeout-ms.
+ * timeoutMs gives a case that must wait for the clock more than --timeout-ms;
+ * optIn marks a case that needs a graph beyond GRAPHS.md's three: it runs
+ * only when --only names it or its group.
  */
-function test(name, fn, { reference, timeoutMs } = {}) {
-  cases.push({ name, fn, reference, timeoutMs });
+function test(name, fn, { reference, timeoutMs, optIn } = {}) {
+  cases.push({ name, fn, reference, timeoutMs, optIn });
 }
 
 // ---- plain HTTP that front ends call outside the SDK (agent-chat-ui)
@@ -1042,6 +1044,20 @@ test("stream.subgraphs_updates", async (ctx) => {
   eq(names(evs), ["metadata", "updates"], "events (echo has no subgraph, so no mode|ns names)");
 });
 
+// The tools and lifecycle modes (useStream asks for tools as soon as an app
+// reads toolProgress or passes onToolEvent). echo calls no tool and runs no
+// subgraph, so they add nothing; the toolgraph cases below see their events.
+test(
+  "stream.tools_lifecycle",
+  async (ctx) => {
+    const { evs } = await echoStream(ctx, "no tools here", { streamMode: ["values", "tools", "lifecycle"] });
+    eq(names(evs), ["metadata", "values", "values"], "events (echo calls no tool and runs no subgraph)");
+    checkEchoed(lastValues(evs), "no tools here");
+  },
+  // The reference predates both modes: it refuses them (422).
+  { reference: "xfail" },
+);
+
 // What agent-chat-ui sends. The reference dies on it (README: known defect).
 test(
   "stream.agent_chat_ui",
@@ -1358,9 +1374,88 @@ test(
   { reference: "xfail", timeoutMs: CRON_TIMEOUT_MS },
 );
 
+// ---- toolgraph: a graph with a tool node and a subgraph. It is not one of
+// GRAPHS.md's three, so these cases are opt-in: they run only when --only
+// names them (or "toolgraph"), against a server that also serves it (weft:
+// server's TestSDKCompatToolGraph). toolgraph is START → agent → tools → sub
+// → END over {messages}: agent calls the tool the last human message names,
+// "search" (which reports progress {done: 1, of: 2} and returns "found " +
+// q) or "broken" (which fails with "out of order"), once, as call_1 with
+// {q: "cafe"}; the subgraph sub runs check, which calls the tool "echo"
+// ({s: "hi"}) itself, without a tool call id, then fails with "check
+// failed" when the message is "fail" and interrupts when it is "ask".
+const TOOLGRAPH = "toolgraph";
+
+test(
+  "toolgraph.tools",
+  async (ctx) => {
+    const { c } = ctx;
+    const t = await ctx.thread();
+    const evs = await collect(c.runs.stream(t.thread_id, TOOLGRAPH, { input: user("search"), streamMode: ["tools"] }));
+    eq(names(evs), ["metadata", "tools", "tools", "tools"], "events");
+    const [start, progress, end] = evs.slice(1).map((e) => e.data);
+    eq(start, { event: "on_tool_start", toolCallId: "call_1", name: "search", input: { q: "cafe" } }, "on_tool_start");
+    eq(progress, { event: "on_tool_event", toolCallId: "call_1", name: "search", data: { done: 1, of: 2 } }, "on_tool_event");
+    eq([end.event, end.toolCallId, end.name], ["on_tool_end", "call_1", "search"], "on_tool_end");
+    const out = end.output;
+    eq([out?.type, out?.content, out?.tool_call_id, out?.status], ["tool", "found cafe", "call_1", "success"], "on_tool_end output: the tool message");
+    const st = await c.threads.getState(t.thread_id);
+    ok(st.values.messages.some((m) => m.type === "tool" && m.id === out.id), "the output is the tool message the state holds", st.values.messages);
+
+    // A failing call; with streamSubgraphs the subgraph's own call is
+    // named after its namespace, as the other modes' events are.
+    const evs2 = await collect(c.runs.stream(t.thread_id, TOOLGRAPH, { input: user("broken"), streamMode: ["tools"], streamSubgraphs: true }));
+    eq(names(evs2).slice(0, 3), ["metadata", "tools", "tools"], "the root's events");
+    eq(evs2[2].data, { event: "on_tool_error", toolCallId: "call_1", name: "broken", error: { error: "tool_error", message: "out of order" } }, "on_tool_error");
+    const sub = evs2.slice(3);
+    ok(sub.length === 2 && sub.every((e) => /^tools\|sub:[^|]+$/.test(e.event) && e.event === sub[0].event), "the subgraph's events are named tools|<its namespace>", names(evs2));
+    eq(sub.map((e) => e.data), [{ event: "on_tool_start", name: "echo", input: { s: "hi" } }, { event: "on_tool_end", name: "echo", output: "hi" }], "the subgraph's call (no tool call id)");
+    const flat = await collect(c.runs.stream(t.thread_id, TOOLGRAPH, { input: user("broken"), streamMode: ["tools"] }));
+    eq(names(flat), ["metadata", "tools", "tools"], "without streamSubgraphs only the root's");
+  },
+  // Neither the graph nor the mode is on the reference.
+  { reference: "xfail", optIn: true },
+);
+
+test(
+  "toolgraph.lifecycle",
+  async (ctx) => {
+    const { c } = ctx;
+    const lifecycle = async (threadId, payload) => {
+      const evs = await collect(c.runs.stream(threadId, TOOLGRAPH, { streamMode: ["lifecycle"], ...payload }));
+      const ns = evs[1]?.event?.split("|").slice(1) ?? [];
+      ok(ns.length === 1 && ns[0].startsWith("sub:"), "lifecycle events are named lifecycle|<the subgraph's namespace>", names(evs));
+      for (const e of evs.filter((e) => e.event.startsWith("lifecycle"))) {
+        eq(e.event, `lifecycle|${ns[0]}`, "every lifecycle event names the subgraph");
+        eq(e.data.namespace, ns, "data.namespace");
+      }
+      return evs;
+    };
+    const done = await lifecycle(null, { input: user("hello") });
+    eq(done.map((e) => e.event.split("|")[0]), ["metadata", "lifecycle", "lifecycle"], "events");
+    eq(done.slice(1).map((e) => e.data), [{ event: "started", namespace: done[1].data.namespace }, { event: "completed", namespace: done[1].data.namespace }], "started, completed");
+    const sub = await collect(c.runs.stream(null, TOOLGRAPH, { input: user("hello"), streamMode: ["lifecycle"], streamSubgraphs: true }));
+    eq(sub.slice(1).map((e) => e.data.event), ["started", "completed"], "the same with streamSubgraphs");
+
+    const failed = await lifecycle(null, { input: user("fail") });
+    eq(failed.map((e) => e.event.split("|")[0]), ["metadata", "lifecycle", "lifecycle", "error"], "events of a failing subgraph");
+    const f = failed[2].data;
+    eq(f.event, "failed", "the subgraph failed");
+    eq(f.error?.error, failed[3].data.error, "its error is named as the run's");
+    ok(isStr(f.error?.message) && f.error.message.includes("check failed"), "its error's message", f.error);
+
+    const t = await ctx.thread();
+    const asked = await lifecycle(t.thread_id, { input: user("ask") });
+    eq(asked.slice(1).map((e) => e.data.event), ["started", "interrupted"], "a subgraph that asks a human");
+    const resumed = await lifecycle(t.thread_id, { command: { resume: "yes" } });
+    eq(resumed.slice(1).map((e) => e.data.event), ["started", "completed"], "resumed");
+  },
+  { reference: "xfail", optIn: true },
+);
+
 // ------------------------------------------------------------------ runner
 function selected() {
-  if (!opts.only) return cases;
+  if (!opts.only) return cases.filter((c) => !c.optIn);
   const want = opts.only.split(",").map((s) => s.trim()).filter(Boolean);
   const unknown = want.filter((w) => !cases.some((c) => c.name === w || c.name.startsWith(`${w}.`)));
   if (unknown.length) {
