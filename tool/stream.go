@@ -112,3 +112,17 @@ func Progress(ctx context.Context, v any) {
 	}
 	graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolProgress, ToolCallID: cs.id, Name: cs.name, Data: v})
 }
+
+// ReportsProgress reports whether Progress with ctx would reach a stream:
+// ctx is a tool call's, inside a run that streams tools events, and the
+// call has not ended. Code that must ask for progress to get it (an MCP
+// server's progress notifications) asks only then.
+func ReportsProgress(ctx context.Context) bool {
+	cs, _ := ctx.Value(callStreamKey{}).(*callStream)
+	if cs == nil {
+		return false
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return !cs.ended
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/tool"
 )
 
@@ -467,6 +468,10 @@ type server struct {
 	tools map[string]*entry
 	order []string
 
+	// progress maps the progress token of each call in flight that asked
+	// for progress (tool.ReportsProgress) to its context.
+	progress sync.Map
+
 	poke     chan struct{}
 	firstTry chan struct{}
 	done     chan struct{}
@@ -669,6 +674,7 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.signal()
 		},
+		ProgressNotificationHandler: s.onProgress,
 	})
 	var t mcp.Transport
 	switch s.cfg.Type {
@@ -855,7 +861,16 @@ func (s *server) call(ctx context.Context, exposed, name string, args json.RawMe
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if tool.ReportsProgress(ctx) {
+		// The run streams tool events: the server's progress
+		// notifications for this call become the call's progress.
+		token := ids.Random()
+		params.SetProgressToken(token)
+		s.progress.Store(token, ctx)
+		defer s.progress.Delete(token)
+	}
+	res, err := cs.CallTool(cctx, params)
 	if err != nil {
 		var rpc *jsonrpc.Error
 		switch {
@@ -883,6 +898,26 @@ func (s *server) call(ctx context.Context, exposed, name string, args json.RawMe
 		tool.SetMeta(ctx, k, v)
 	}
 	return data, nil
+}
+
+// onProgress passes a progress notification on to the call it is about,
+// as tool.Progress {"progress", "total"?, "message"?}: MCP's own fields.
+// A notification for a call that already ended, or that never asked for
+// progress, is dropped.
+func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token, _ := req.Params.ProgressToken.(string)
+	c, ok := s.progress.Load(token)
+	if !ok {
+		return
+	}
+	p := map[string]any{"progress": req.Params.Progress}
+	if req.Params.Total != 0 {
+		p["total"] = req.Params.Total
+	}
+	if req.Params.Message != "" {
+		p["message"] = req.Params.Message
+	}
+	tool.Progress(c.(context.Context), p)
 }
 
 // normalized returns sc with its Type told by its fields, checked.
