@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 )
 
 // ToolEventKind says what a tools event reports about a tool call; the
@@ -186,10 +187,17 @@ func toolCallOf(t *task) string {
 		return ""
 	}
 	for _, k := range sortedKeys(t.input.values) {
-		if ref, ok := t.input.values[k].(ToolCallRef); ok {
-			if id := ref.ToolCallRef(); id != "" {
-				return id
-			}
+		v := t.input.values[k]
+		ref, ok := v.(ToolCallRef)
+		if !ok {
+			continue
+		}
+		// A nil *llm.ToolCall is a ToolCallRef whose method would panic.
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			continue
+		}
+		if id := ref.ToolCallRef(); id != "" {
+			return id
 		}
 	}
 	return ""

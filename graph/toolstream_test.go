@@ -264,3 +264,28 @@ func TestLifecycleInterruptedAndToolCall(t *testing.T) {
 		t.Errorf("resumed (-want +got):\n%s", diff)
 	}
 }
+
+// A subgraph sent a pointer to a tool call names it; a nil pointer names
+// none (and does not fail the node).
+func TestLifecycleToolCallPointer(t *testing.T) {
+	ptr := graph.Value[*llm.ToolCall]("ptr")
+	noop := func(ctx context.Context, s graph.State) (graph.Update, error) { return graph.Update{}, nil }
+	sub := mustCompile(t, graph.New(ptr).AddNode("noop", noop, nil).AddEdge(graph.START, "noop"), nil)
+	for _, c := range []struct {
+		call *llm.ToolCall
+		want string
+	}{{&llm.ToolCall{ID: "call_p"}, "started sub call=call_p"}, {nil, "started sub"}} {
+		route := func(ctx context.Context, s graph.State) (graph.Route, error) {
+			return graph.Sends(graph.Send{Node: "sub", Arg: ptr.Write(c.call)}), nil
+		}
+		root := mustCompile(t, graph.New(ptr).AddNode("plan", noop, nil).AddSubgraph("sub", sub, nil).
+			AddEdge(graph.START, "plan").AddConditionalEdges("plan", route, nil), nil)
+		evs, err := collect(t, root, ptr.Write(nil), &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamLifecycle}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lifecycles(t, evs); len(got) != 2 || got[0] != c.want {
+			t.Errorf("sent %v: %q, want %q first", c.call, got, c.want)
+		}
+	}
+}
