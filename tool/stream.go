@@ -56,6 +56,17 @@ func (cs *callStream) end(ctx context.Context, output any) {
 	}
 }
 
+// snapshot is v's JSON, taken now: the stream encodes events on another
+// goroutine, after the tool may have changed v, and a value that cannot
+// be encoded must not fail the run's stream. Such a value is null.
+func snapshot(v any) json.RawMessage {
+	b, err := encodeNoHTML(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
 // fail reports the call's failure: the envelope's error code (the kind of
 // failure) and message.
 func (cs *callStream) fail(ctx context.Context, code, message string) {
@@ -92,9 +103,9 @@ func (cs *callStream) finish(ctx context.Context, env Result[any], err error, ou
 }
 
 // Progress reports the progress of the tool call ctx belongs to: the run's
-// tools stream gets an on_tool_event with data v (any value that encodes
-// as JSON), which the LangGraph SDK shows as the call's state "running"
-// with v as its data. A tool calls it with the context it was given, from
+// tools stream gets an on_tool_event with data v's JSON, taken at once
+// (null when v does not encode), which the LangGraph SDK shows as the
+// call's state "running" with v as its data. A tool calls it with the context it was given, from
 // its own goroutine or one it started, until it returns. It does nothing
 // outside a tool call run by the tool node or Tool.Run inside a graph
 // node, when the run does not stream tools events, and after the call
@@ -110,7 +121,7 @@ func Progress(ctx context.Context, v any) {
 	if cs.ended {
 		return
 	}
-	graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolProgress, ToolCallID: cs.id, Name: cs.name, Data: v})
+	graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolProgress, ToolCallID: cs.id, Name: cs.name, Data: snapshot(v)})
 }
 
 // ReportsProgress reports whether Progress with ctx would reach a stream:

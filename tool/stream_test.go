@@ -174,3 +174,31 @@ func TestRunStreamsToolEvents(t *testing.T) {
 		t.Errorf("Invoke: %v, %v", st, err)
 	}
 }
+
+// Progress is taken as JSON when it is reported: a value the tool changes
+// afterwards streams as it was, and one that does not encode as null,
+// without failing the run.
+func TestProgressSnapshot(t *testing.T) {
+	tl := tool.New("p", "reports", func(ctx context.Context, _ struct{}) (string, error) {
+		m := map[string]int{"n": 1}
+		tool.Progress(ctx, m)
+		m["n"] = 2
+		tool.Progress(ctx, make(chan int))
+		return "ok", nil
+	})
+	reg, err := tool.NewRegistry(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := streamTools(t, reg, tool.NodeOptions{}, llm.Human("go"), llm.AI("", call("c1", "p", `{}`)))
+	if len(evs) != 4 {
+		t.Fatalf("events %q", evs)
+	}
+	want := []string{
+		`{"event":"on_tool_event","toolCallId":"c1","name":"p","data":{"n":1}}`,
+		`{"event":"on_tool_event","toolCallId":"c1","name":"p","data":null}`,
+	}
+	if diff := cmp.Diff(want, evs[1:3]); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -398,7 +398,11 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage, timeout time.Durat
 	env, err := traced(ctx, traceFrom(ctx), info, func(ctx context.Context) (Result[any], error) {
 		return t.run(ctx, args, timeout, time.Time{}, false)
 	})
-	cs.finish(ctx, env, err, env.Data)
+	var out any
+	if cs != nil && err == nil {
+		out = snapshot(env.Data)
+	}
+	cs.finish(ctx, env, err, out)
 	return env, err
 }
 
