@@ -545,6 +545,12 @@ func (b *redisBroker) RelayCancel(ctx context.Context, runID string) error {
 func (b *redisBroker) ListenCancels(ctx context.Context, stop func(runID string)) {
 	ps := b.c.Subscribe(ctx, b.cancelChannel())
 	defer ps.Close()
+	deliver(ctx, ps, stop)
+}
+
+// deliver calls f with the payload of each message of ps, until ctx ends
+// or ps closes.
+func deliver(ctx context.Context, ps *redis.PubSub, f func(payload string)) {
 	ch := ps.Channel()
 	for {
 		select {
@@ -554,7 +560,7 @@ func (b *redisBroker) ListenCancels(ctx context.Context, stop func(runID string)
 			if !ok {
 				return
 			}
-			stop(msg.Payload)
+			f(msg.Payload)
 		}
 	}
 }
@@ -658,16 +664,5 @@ func (b *redisBroker) ListenThreadNotes(ctx context.Context, subscribed func(), 
 	}
 	cancel()
 	subscribed()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			note([]byte(msg.Payload))
-		}
-	}
+	deliver(ctx, ps, func(payload string) { note([]byte(payload)) })
 }
