@@ -40,6 +40,16 @@ type ToolEvent struct {
 	Input, Data, Output any
 	// Error describes a failed call (ToolFailed).
 	Error *ErrorInfo
+	// RunID tells one call's events apart from another's: the same in all
+	// of a call's events and different for each call. The tool package
+	// sets it to a fresh UUID per call; "" when the sender gave none. It
+	// is not part of the JSON (the server's events mode uses it as the
+	// call's run_id).
+	RunID string
+	// Task is the task whose node made the call, as the node's messages
+	// events name it (Message nil): StreamTool sets it, whatever the
+	// sender gave. It is not part of the JSON.
+	Task MessageEvent
 }
 
 // ErrorInfo describes a failure in a stream event as LangGraph does:
@@ -84,14 +94,15 @@ func (e ToolEvent) MarshalJSON() ([]byte, error) {
 
 // StreamTool sends a tools event for the node whose context ctx is (or a
 // goroutine it started, until it returns), tagged with its graph's
-// namespace. Outside a node, or when the run does not stream tools
-// events, it does nothing. The tool package calls it for every call it
+// namespace and with the task it runs in (ToolEvent.Task). Outside a
+// node, or when the run does not stream tools events, it does nothing. The tool package calls it for every call it
 // runs inside a node; code that runs tools of its own may call it too.
 func StreamTool(ctx context.Context, ev ToolEvent) {
 	tc := taskFrom(ctx)
 	if tc == nil || !tc.r.modes.has(StreamTools) || tc.emit == nil || !tc.live() {
 		return
 	}
+	ev.Task = tc.t.messageEvent(nil, tc.step)
 	tc.emit(Event{Mode: StreamTools, Namespace: tc.r.path, Data: ev})
 }
 

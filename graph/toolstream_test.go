@@ -88,6 +88,18 @@ func TestStreamTool(t *testing.T) {
 	if len(got) != 4 || !strings.HasPrefix(got[2], "sub:") || !strings.HasPrefix(got[3], "sub:") {
 		t.Fatalf("with subgraphs: %q", got)
 	}
+	// Each event names the task that sent it, as its messages would.
+	for _, ev := range evs {
+		te, _ := ev.Tool()
+		task := te.Task
+		ns := "call:" + task.TaskID
+		if len(ev.Namespace) > 0 {
+			ns = ev.Namespace[0] + "|" + ns
+		}
+		if task.Node != "call" || task.TaskID == "" || task.Step != 1 || task.Namespace != ns || task.Message != nil {
+			t.Errorf("event %v (ns %q) names its task %+v", te.Kind, ev.Namespace, task)
+		}
+	}
 	if diff := cmp.Diff(want, []string{got[0], got[1]}); diff != "" {
 		t.Errorf("with subgraphs, the root's (-want +got):\n%s", diff)
 	}

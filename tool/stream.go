@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/internal/jsonx"
 )
 
@@ -15,7 +16,10 @@ import (
 // node whose run streams tools events.
 type callStream struct {
 	name, id string
-	mu       sync.Mutex
+	// runID is the call's own id, in each of its events
+	// (graph.ToolEvent.RunID).
+	runID string
+	mu    sync.Mutex
 	// ended is set once the call's end was reported: progress a tool
 	// reports later (from a goroutine that outlived it, or an Isolate
 	// call abandoned at its timeout) is dropped.
@@ -32,8 +36,8 @@ func startCall(ctx context.Context, c CallInfo, args json.RawMessage, canonical 
 	if !graph.StreamsTools(ctx) {
 		return ctx, nil
 	}
-	cs := &callStream{name: c.Name, id: c.ID}
-	graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolStarted, ToolCallID: c.ID, Name: c.Name, Input: argsValue(args, canonical)})
+	cs := &callStream{name: c.Name, id: c.ID, runID: ids.Random()}
+	graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolStarted, ToolCallID: c.ID, Name: c.Name, Input: argsValue(args, canonical), RunID: cs.runID})
 	return context.WithValue(ctx, callStreamKey{}, cs), cs
 }
 
@@ -52,7 +56,7 @@ func argsValue(args json.RawMessage, canonical bool) any {
 // end reports the call's success with its output.
 func (cs *callStream) end(ctx context.Context, output any) {
 	if cs.close() {
-		graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolEnded, ToolCallID: cs.id, Name: cs.name, Output: output})
+		graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolEnded, ToolCallID: cs.id, Name: cs.name, Output: output, RunID: cs.runID})
 	}
 }
 
@@ -71,7 +75,7 @@ func snapshot(v any) json.RawMessage {
 // failure) and message.
 func (cs *callStream) fail(ctx context.Context, code, message string) {
 	if cs.close() {
-		graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolFailed, ToolCallID: cs.id, Name: cs.name, Error: &graph.ErrorInfo{Error: code, Message: message}})
+		graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolFailed, ToolCallID: cs.id, Name: cs.name, Error: &graph.ErrorInfo{Error: code, Message: message}, RunID: cs.runID})
 	}
 }
 
@@ -121,7 +125,7 @@ func Progress(ctx context.Context, v any) {
 	if cs.ended {
 		return
 	}
-	graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolProgress, ToolCallID: cs.id, Name: cs.name, Data: snapshot(v)})
+	graph.StreamTool(ctx, graph.ToolEvent{Kind: graph.ToolProgress, ToolCallID: cs.id, Name: cs.name, Data: snapshot(v), RunID: cs.runID})
 }
 
 // ReportsProgress reports whether Progress with ctx would reach a stream:

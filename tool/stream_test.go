@@ -202,3 +202,61 @@ func TestProgressSnapshot(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// Each call's events share a run id of their own (graph.ToolEvent.RunID),
+// whether the tool node or Tool.Run makes it: the server's events mode
+// tells calls apart by it.
+func TestToolEventsRunID(t *testing.T) {
+	echo := tool.New("echo", "echoes", func(ctx context.Context, in struct {
+		S string `json:"s"`
+	}) (string, error) {
+		tool.Progress(ctx, in.S)
+		return in.S, nil
+	})
+	reg, err := tool.NewRegistry(echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := tool.Node(reg, messages, tool.NodeOptions{})
+	both := func(ctx context.Context, s graph.State) (graph.Update, error) {
+		if _, err := echo.Run(ctx, json.RawMessage(`{"s":"run"}`), 0); err != nil {
+			return graph.Update{}, err
+		}
+		return node(ctx, s)
+	}
+	g, err := graph.New(messages).AddNode("both", both, nil).AddEdge(graph.START, "both").Compile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := messages.Write(llm.Human("go"), llm.AI("", call("c1", "echo", `{"s":"a"}`), call("c2", "echo", `{"s":"b"}`)))
+	runs := map[string]map[string]bool{} // call → its events' run ids
+	for ev, err := range g.Stream(context.Background(), in, &graph.RunOptions{StreamModes: []graph.StreamMode{graph.StreamTools}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		te, _ := ev.Tool()
+		key := te.ToolCallID
+		if key == "" {
+			key = "Run"
+		}
+		if runs[key] == nil {
+			runs[key] = map[string]bool{}
+		}
+		runs[key][te.RunID] = true
+	}
+	seen := map[string]string{}
+	for call, ids := range runs {
+		if len(ids) != 1 || ids[""] {
+			t.Errorf("call %s: run ids %v, want one", call, ids)
+		}
+		for id := range ids {
+			if other, ok := seen[id]; ok {
+				t.Errorf("calls %s and %s share run id %s", call, other, id)
+			}
+			seen[id] = call
+		}
+	}
+	if len(runs) != 3 {
+		t.Errorf("calls %v, want c1, c2 and Run", runs)
+	}
+}
