@@ -76,7 +76,8 @@ func (e *encoder) graphModes() []graph.StreamMode {
 		out = append(out, graph.StreamMessages)
 	}
 	for _, m := range []graph.StreamMode{graph.StreamCustom, graph.StreamDebug, graph.StreamTasks, graph.StreamCheckpoints, graph.StreamTools, graph.StreamLifecycle} {
-		if e.want[string(m)] || (m == graph.StreamTasks && e.want[modeEvents]) {
+		// The events mode is built from tasks and tools events too.
+		if e.want[string(m)] || ((m == graph.StreamTasks || m == graph.StreamTools) && e.want[modeEvents]) {
 			out = append(out, m)
 		}
 	}
@@ -165,6 +166,9 @@ func (e *encoder) encode(ev graph.Event, emit func(name string, data []byte) err
 		}
 		return emit(name(modeCustom), data)
 	case graph.StreamTools:
+		if !e.want[modeTools] {
+			return nil // asked for the events mode only
+		}
 		data, err := json.Marshal(ev.Data)
 		if err != nil {
 			return err

@@ -6,23 +6,35 @@ import (
 	"strings"
 
 	"github.com/weftlabs/weft/graph"
+	"github.com/weftlabs/weft/internal/ids"
 	"github.com/weftlabs/weft/internal/jsonx"
 	"github.com/weftlabs/weft/llm"
 )
 
 // The "events" stream mode: LangChain's stream events (astream_events,
 // version 2), which the reference server sends as "events" SSE events,
-// each {"event", "name", "run_id", "tags", "metadata", "data"}:
+// each {"event", "name", "run_id", "parent_ids", "tags", "metadata",
+// "data"}:
 //
 //	on_chain_start / on_chain_end       the graph (named after it, run_id the run's)
 //	                                     and each of its nodes (run_id the task's)
 //	on_chat_model_start / _stream / _end a model's reply streamed in a node
+//	on_tool_start / _end / _error        a tool call made in a node
 //
-// weft builds them from the run's task and message events: a node's
-// chain starts with its task and ends with its result (its update as
-// output); a model's reply starts with its first chunk (the prompt is not
-// known there, so its start event carries no input), streams each chunk,
-// and ends, with the whole reply as output, when its node's task ends.
+// parent_ids are the run ids of the runs an event's run is nested in, the
+// outermost first: none for the graph, the graph's for a node, the
+// graph's and the node's for a model reply or a tool call.
+//
+// weft builds them from the run's task, message and tools events: a
+// node's chain starts with its task and ends with its result (its update
+// as output); a model's reply starts with its first chunk (the prompt is
+// not known there, so its start event carries no input), streams each
+// chunk, and ends, with the whole reply as output, when its node's task
+// ends. A tool call starts with its arguments as input and ends with its
+// input and its result as output (the tool message, for the tool node's
+// calls), or fails with its input and its error ({"error", "message"}).
+// A tool's progress (tool.Progress) has no stream event: LangChain has
+// none for it (the tools mode carries it).
 
 // langchainRun is the state of the events mode for one run.
 type langchainRun struct {
@@ -32,11 +44,28 @@ type langchainRun struct {
 	// metadata.
 	open  map[string][]string
 	reply map[string]*streamedReply
+	// calls holds, per task, its tool calls started and not yet ended,
+	// by toolKey.
+	calls map[string]map[string]*toolRun
+}
+
+// toolRun is a tool call started in the events mode: what its end event
+// repeats.
+type toolRun struct {
+	runID, name string
+	input, meta []byte
+}
+
+// lcField is a member of a stream event's data.
+type lcField struct {
+	key   string
+	value []byte
 }
 
 type streamedReply struct {
-	chunk llm.Chunk
-	meta  []byte
+	chunk   llm.Chunk
+	meta    []byte
+	parents []string
 }
 
 // startEvents sends the graph's on_chain_start, with the run's input, when
@@ -48,11 +77,11 @@ func (e *encoder) startEvents(graphName, runID string, input json.RawMessage, em
 	if graphName == "" {
 		graphName = "LangGraph"
 	}
-	e.lc = &langchainRun{graphName: graphName, runID: runID, open: map[string][]string{}, reply: map[string]*streamedReply{}}
+	e.lc = &langchainRun{graphName: graphName, runID: runID, open: map[string][]string{}, reply: map[string]*streamedReply{}, calls: map[string]map[string]*toolRun{}}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	return emit(modeEvents, e.lcEvent("on_chain_start", graphName, runID, nil, e.runMetaJSON(), "input", input))
+	return emit(modeEvents, e.lcEvent("on_chain_start", graphName, runID, nil, nil, e.runMetaJSON(), lcField{"input", input}))
 }
 
 // endEvents sends the graph's on_chain_end with its last values, once the
@@ -68,7 +97,7 @@ func (e *encoder) endEvents(emit func(string, []byte) error) error {
 	if values == nil {
 		values = json.RawMessage("null")
 	}
-	return emit(modeEvents, e.lcEvent("on_chain_end", e.lc.graphName, e.lc.runID, nil, e.runMetaJSON(), "output", values))
+	return emit(modeEvents, e.lcEvent("on_chain_end", e.lc.graphName, e.lc.runID, nil, nil, e.runMetaJSON(), lcField{"output", values}))
 }
 
 // runMetaJSON is the run's metadata as a JSON object.
@@ -85,32 +114,55 @@ func (e *encoder) taskMeta(name, id string, step int, triggers []string) []byte 
 	})
 }
 
-// lcEvent encodes one stream event; data is {key: value}.
-func (e *encoder) lcEvent(event, name, runID string, tags []string, meta []byte, key string, value []byte) []byte {
-	b := make([]byte, 0, 128+len(meta)+len(value))
+// lcEvent encodes one stream event; parents are its parent_ids, data
+// the members of its data.
+func (e *encoder) lcEvent(event, name, runID string, tags, parents []string, meta []byte, data ...lcField) []byte {
+	size := 160 + len(meta)
+	for _, f := range data {
+		size += len(f.key) + len(f.value) + 4
+	}
+	b := make([]byte, 0, size)
 	b = append(b, `{"event":`...)
 	b = jsonx.AppendString(b, event, true)
 	b = append(b, `,"name":`...)
 	b = jsonx.AppendString(b, name, true)
 	b = append(b, `,"run_id":`...)
 	b = jsonx.AppendString(b, runID, true)
-	b = append(b, `,"tags":[`...)
-	for i, t := range tags {
+	b = append(b, `,"parent_ids":`...)
+	b = appendStrings(b, parents)
+	b = append(b, `,"tags":`...)
+	b = appendStrings(b, tags)
+	b = append(b, `,"metadata":`...)
+	b = append(b, meta...)
+	b = append(b, `,"data":{`...)
+	for i, f := range data {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = jsonx.AppendString(b, t, true)
-	}
-	b = append(b, `],"metadata":`...)
-	b = append(b, meta...)
-	b = append(b, `,"data":{`...)
-	if key != "" {
-		b = jsonx.AppendString(b, key, true)
+		b = jsonx.AppendString(b, f.key, true)
 		b = append(b, ':')
-		b = append(b, value...)
+		b = append(b, f.value...)
 	}
 	return append(b, "}}"...)
 }
+
+// appendStrings appends ss as a JSON array ([] for none).
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonx.AppendString(b, s, true)
+	}
+	return append(b, ']')
+}
+
+// nodeParents are the parent_ids of a node's chain; taskParents those of
+// a run nested in task's chain (a model reply, a tool call).
+func (e *encoder) nodeParents() []string { return []string{e.lc.runID} }
+
+func (e *encoder) taskParents(task string) []string { return []string{e.lc.runID, task} }
 
 // encodeEvents turns a task or message event of the root graph into
 // stream events, in the events mode.
@@ -125,7 +177,7 @@ func (e *encoder) encodeEvents(ev graph.Event, emit func(string, []byte) error) 
 			if err != nil {
 				return err
 			}
-			return emit(modeEvents, e.lcEvent("on_chain_start", ts.Name, ts.ID, stepTags(ts.Step), e.taskMeta(ts.Name, ts.ID, ts.Step, ts.Triggers), "input", input))
+			return emit(modeEvents, e.lcEvent("on_chain_start", ts.Name, ts.ID, stepTags(ts.Step), e.nodeParents(), e.taskMeta(ts.Name, ts.ID, ts.Step, ts.Triggers), lcField{"input", input}))
 		}
 		if tr, ok := ev.TaskResult(); ok {
 			return e.endTask(tr, emit)
@@ -140,10 +192,10 @@ func (e *encoder) encodeEvents(ev graph.Event, emit func(string, []byte) error) 
 		if r == nil {
 			meta := e.appendMeta(nil, me)
 			meta = append(meta[:len(meta)-1], `,"ls_model_type":"chat"}`...)
-			r = &streamedReply{chunk: c, meta: meta}
+			r = &streamedReply{chunk: c, meta: meta, parents: e.taskParents(me.TaskID)}
 			e.lc.reply[c.ID] = r
 			e.lc.open[me.TaskID] = append(e.lc.open[me.TaskID], c.ID)
-			if err := emit(modeEvents, e.lcEvent("on_chat_model_start", modelName(c), replyRunID(c.ID), nil, meta, "", nil)); err != nil {
+			if err := emit(modeEvents, e.lcEvent("on_chat_model_start", modelName(c), replyRunID(c.ID), nil, r.parents, meta)); err != nil {
 				return err
 			}
 		} else {
@@ -153,9 +205,71 @@ func (e *encoder) encodeEvents(ev graph.Event, emit func(string, []byte) error) 
 		if err != nil {
 			return err
 		}
-		return emit(modeEvents, e.lcEvent("on_chat_model_stream", modelName(c), replyRunID(c.ID), nil, r.meta, "chunk", chunk))
+		return emit(modeEvents, e.lcEvent("on_chat_model_stream", modelName(c), replyRunID(c.ID), nil, r.parents, r.meta, lcField{"chunk", chunk}))
+	case graph.StreamTools:
+		te, _ := ev.Tool()
+		return e.toolEvent(te, emit)
 	}
 	return nil
+}
+
+// toolEvent turns a tool call's start, end or failure into its stream
+// event. Its progress has none.
+func (e *encoder) toolEvent(te graph.ToolEvent, emit func(string, []byte) error) error {
+	task := te.Task.TaskID
+	key := toolKey(te)
+	switch te.Kind {
+	case graph.ToolStarted:
+		input := toolValue(te.Input)
+		if string(input) == "null" {
+			input = []byte("{}") // as LangChain sends a tool's missing input
+		}
+		runID := te.RunID
+		if runID == "" {
+			runID = ids.Random()
+		}
+		r := &toolRun{runID: runID, name: te.Name, input: input, meta: e.appendMeta(nil, te.Task)}
+		calls := e.lc.calls[task]
+		if calls == nil {
+			calls = map[string]*toolRun{}
+			e.lc.calls[task] = calls
+		}
+		calls[key] = r
+		return emit(modeEvents, e.lcEvent("on_tool_start", r.name, r.runID, nil, e.taskParents(task), r.meta, lcField{"input", input}))
+	case graph.ToolEnded, graph.ToolFailed:
+		r := e.lc.calls[task][key]
+		if r == nil {
+			return nil // its start was not seen
+		}
+		delete(e.lc.calls[task], key)
+		event, field, value := "on_tool_end", "output", any(te.Output)
+		if te.Kind == graph.ToolFailed {
+			event, field, value = "on_tool_error", "error", te.Error
+		}
+		return emit(modeEvents, e.lcEvent(event, r.name, r.runID, nil, e.taskParents(task), r.meta, lcField{"input", r.input}, lcField{field, toolValue(value)}))
+	}
+	return nil
+}
+
+// toolValue is a tool call's input, output or error as JSON: null for a
+// value that does not encode (the tool package sends only values that do;
+// code of its own calling graph.StreamTool may not), which must not fail
+// the stream of a run that did not ask for the tools mode.
+func toolValue(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte("null")
+	}
+	return b
+}
+
+// toolKey tells a task's tool calls apart: by their run id, or, for
+// events sent without one, by their tool call id and tool name.
+func toolKey(te graph.ToolEvent) string {
+	if te.RunID != "" {
+		return te.RunID
+	}
+	return te.ToolCallID + "\x00" + te.Name
 }
 
 // endTask ends the replies streamed in a task, then the task's chain,
@@ -167,12 +281,13 @@ func (e *encoder) endTask(tr graph.TaskResult, emit func(string, []byte) error) 
 		if err != nil {
 			return err
 		}
-		if err := emit(modeEvents, e.lcEvent("on_chat_model_end", modelName(r.chunk), replyRunID(id), nil, r.meta, "output", out)); err != nil {
+		if err := emit(modeEvents, e.lcEvent("on_chat_model_end", modelName(r.chunk), replyRunID(id), nil, r.parents, r.meta, lcField{"output", out})); err != nil {
 			return err
 		}
 		delete(e.lc.reply, id)
 	}
 	delete(e.lc.open, tr.ID)
+	delete(e.lc.calls, tr.ID) // calls the task left unended end with it, unreported
 	if tr.Error != "" {
 		return nil // the run fails: LangChain ends a failed chain with no end event
 	}
@@ -180,7 +295,7 @@ func (e *encoder) endTask(tr graph.TaskResult, emit func(string, []byte) error) 
 	if err != nil {
 		return err
 	}
-	return emit(modeEvents, e.lcEvent("on_chain_end", tr.Name, tr.ID, stepTags(tr.Step), e.taskMeta(tr.Name, tr.ID, tr.Step, nil), "output", output))
+	return emit(modeEvents, e.lcEvent("on_chain_end", tr.Name, tr.ID, stepTags(tr.Step), e.nodeParents(), e.taskMeta(tr.Name, tr.ID, tr.Step, nil), lcField{"output", output}))
 }
 
 // stepTags are a node's tags, as LangGraph tags a node's run.

@@ -108,7 +108,7 @@ func TestStreamEventsMode(t *testing.T) {
 	_, evs := s.stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "echo", "input": human("a b"), "stream_mode": []string{"events", "values"}})
 	type row struct{ Event, Name string }
 	var got []row
-	var runID string
+	var runID, nodeRun string
 	for _, e := range evs {
 		switch e.Event {
 		case "metadata":
@@ -116,14 +116,30 @@ func TestStreamEventsMode(t *testing.T) {
 		case "events":
 			m := e.obj(t)
 			got = append(got, row{m["event"].(string), m["name"].(string)})
-			for _, k := range []string{"run_id", "tags", "metadata", "data"} {
+			for _, k := range []string{"run_id", "parent_ids", "tags", "metadata", "data"} {
 				if _, ok := m[k]; !ok {
 					t.Errorf("%s %s has no %s: %v", m["event"], m["name"], k, m)
 				}
 			}
 			data := m["data"].(map[string]any)
+			// parent_ids: none for the graph, the graph's run for its
+			// node, the graph's and the node's for the model's reply.
+			parents, _ := json.Marshal(m["parent_ids"])
+			wantParents := `["` + runID + `"]`
+			switch {
+			case m["name"] == "LangGraph":
+				wantParents = "[]"
+			case m["name"] != "echo":
+				wantParents = `["` + runID + `","` + nodeRun + `"]`
+			}
+			if string(parents) != wantParents {
+				t.Errorf("%s %s: parent_ids %s, want %s", m["event"], m["name"], parents, wantParents)
+			}
 			switch m["event"] {
 			case "on_chain_start":
+				if m["name"] == "echo" {
+					nodeRun = m["run_id"].(string)
+				}
 				if m["name"] == "LangGraph" && (m["run_id"] != runID || data["input"].(map[string]any)["messages"] == nil) {
 					t.Errorf("the graph's start = %v", m)
 				}

@@ -17,7 +17,7 @@ func TestSDKCompatToolGraph(t *testing.T) {
 	graphs["toolgraph"] = toolsGraph
 	s := newServer(t, server.Options{Graphs: graphs})
 	results := sdkcompat.Run(t, s.ts.URL, &sdkcompat.Options{Only: "toolgraph"})
-	if len(results) != 2 {
-		t.Errorf("ran %d toolgraph cases, want 2: %+v", len(results), results)
+	if len(results) != 3 {
+		t.Errorf("ran %d toolgraph cases, want 3: %+v", len(results), results)
 	}
 }
