@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,70 +172,248 @@ func TestCrons(t *testing.T) {
 	})
 }
 
-// TestMigrateToCrons opens a database at schema version 2, the version
-// before the crons, with a thread in it, and migrates it to the current
-// version: the thread stays and crons can be kept.
-func TestMigrateToCrons(t *testing.T) {
-	v2 := func(d *Dialect) *Dialect {
-		return &Dialect{Name: d.Name, Migrations: d.Migrations[:2], Numbered: d.Numbered, ForUpdate: d.ForUpdate,
-			SkipLocked: d.SkipLocked, Contains: d.Contains, LeaseNow: d.LeaseNow, WritableCTE: d.WritableCTE}
-	}
-	for _, b := range []struct {
-		name string
-		open func(t *testing.T) (DB, *Dialect)
-	}{
-		{"sqlite", func(t *testing.T) (DB, *Dialect) {
-			d, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"))
+// A tick given back (RetryCronTick) is due again at its retry's time, with
+// the tick and its failures recorded, and only where the claim that gave
+// it back still holds.
+func TestCronRetry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		tick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+		next := tick.Add(time.Hour)
+		// The cron ends after its tick, before the tick's retries.
+		end := tick.Add(time.Second)
+		if _, err := s.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", AssistantID: "a", Schedule: "1 * * * *", Timezone: "UTC",
+			Enabled: true, NextRunDate: &tick, EndTime: &end, OnRunCompleted: "keep"}); err != nil {
+			t.Fatal(err)
+		}
+		read := func() Cron {
+			t.Helper()
+			c, err := s.GetCron(ctx, "alice", "c1")
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { d.Close() })
-			return &sqliteDB{db: d.DB(), write: d.WriteTx}, SQLite
-		}},
-		{"postgres", func(t *testing.T) (DB, *Dialect) {
-			d, err := postgres.Open(context.Background(), pgtest.NewDatabase(t, "weft_records_"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { d.Close() })
-			return pgDB{d.Pool()}, Postgres
-		}},
-	} {
+			return c
+		}
+		if c := read(); c.RetryTick != nil || c.RetryAttempts != 0 {
+			t.Errorf("a new cron's retry = %v, %d; want none", c.RetryTick, c.RetryAttempts)
+		}
+		if ok, err := s.ClaimCronTick(ctx, "c1", tick, &next); err != nil || !ok {
+			t.Fatalf("claiming the tick: %v, %v", ok, err)
+		}
+		retryAt := tick.Add(time.Minute)
+		if _, err := s.RetryCronTick(ctx, "c1", &next, retryAt, tick, 0); err == nil || !strings.Contains(err.Error(), "not 0 times") {
+			t.Errorf("giving back a tick that failed 0 times: %v, want an error naming the count", err)
+		}
+		other := next.Add(time.Hour)
+		if ok, err := s.RetryCronTick(ctx, "c1", &other, retryAt, tick, 1); err != nil || ok {
+			t.Errorf("giving back a tick claimed as another next tick: %v, %v; want false", ok, err)
+		}
+		if ok, err := s.RetryCronTick(ctx, "c1", &next, retryAt, tick, 1); err != nil || !ok {
+			t.Fatalf("giving back the tick: %v, %v; want true", ok, err)
+		}
+		if c := read(); c.NextRunDate == nil || !c.NextRunDate.Equal(retryAt) || c.RetryTick == nil || !c.RetryTick.Equal(tick) || c.RetryAttempts != 1 {
+			t.Errorf("the cron given back = next %v, retry of %v, %d failures; want %v, %v, 1", c.NextRunDate, c.RetryTick, c.RetryAttempts, retryAt, tick)
+		}
+		// Given back once: the same claim gives nothing back again.
+		if ok, err := s.RetryCronTick(ctx, "c1", &next, retryAt.Add(time.Minute), tick, 2); err != nil || ok {
+			t.Errorf("giving back the tick twice: %v, %v; want false", ok, err)
+		}
+		// Due at the retry's time, though after the end time: the tick
+		// was not.
+		if due, err := s.DueCrons(ctx, retryAt.Add(-time.Microsecond), 10); err != nil || len(due) != 0 {
+			t.Errorf("DueCrons before the retry = %v, %v; want none", due, err)
+		}
+		due, err := s.DueCrons(ctx, retryAt, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) != 1 || due[0].RetryTick == nil || !due[0].RetryTick.Equal(tick) || due[0].RetryAttempts != 1 {
+			t.Fatalf("DueCrons at the retry = %+v; want c1, retrying %v once failed", due, tick)
+		}
+		// Changed without moving its next tick, the retry stays;
+		// what the change sets of the retry is ignored.
+		if _, err := s.UpdateCron(ctx, "alice", "c1", func(c *Cron) error {
+			c.Metadata, c.RetryTick, c.RetryAttempts = []byte(`{"k":1}`), nil, 7
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if c := read(); c.RetryTick == nil || !c.RetryTick.Equal(tick) || c.RetryAttempts != 1 {
+			t.Errorf("the retry after a change of metadata = %v, %d; want %v, 1", c.RetryTick, c.RetryAttempts, tick)
+		}
+
+		// Claimed again (by any process), the retry is over; failing
+		// again, it is given back with one more failure.
+		if ok, err := s.ClaimCronTick(ctx, "c1", retryAt, &next); err != nil || !ok {
+			t.Fatalf("claiming the retry: %v, %v", ok, err)
+		}
+		if c := read(); c.RetryTick != nil || c.RetryAttempts != 0 || !c.NextRunDate.Equal(next) {
+			t.Errorf("the cron after its retry's claim = next %v, retry %v, %d; want %v and no retry", c.NextRunDate, c.RetryTick, c.RetryAttempts, next)
+		}
+		retry2 := retryAt.Add(time.Minute)
+		if ok, err := s.RetryCronTick(ctx, "c1", &next, retry2, tick, 2); err != nil || !ok {
+			t.Fatalf("giving back the tick a second time: %v, %v", ok, err)
+		}
+		// Its next tick moved by a change, the retry is over.
+		moved := next.Add(24 * time.Hour)
+		if _, err := s.UpdateCron(ctx, "alice", "c1", func(c *Cron) error { c.NextRunDate = &moved; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if c := read(); c.RetryTick != nil || c.RetryAttempts != 0 || !c.NextRunDate.Equal(moved) {
+			t.Errorf("the cron rescheduled during a retry = next %v, retry %v, %d; want %v and no retry", c.NextRunDate, c.RetryTick, c.RetryAttempts, moved)
+		}
+
+		// A process that claimed a tick gives it back after another
+		// process claimed the tick after it: that claim stands.
+		if ok, err := s.ClaimCronTick(ctx, "c1", moved, &next); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if ok, err := s.ClaimCronTick(ctx, "c1", next, &other); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if ok, err := s.RetryCronTick(ctx, "c1", &next, retryAt, moved, 1); err != nil || ok {
+			t.Errorf("giving back a tick after a later claim: %v, %v; want false", ok, err)
+		}
+		if c := read(); !c.NextRunDate.Equal(other) || c.RetryTick != nil {
+			t.Errorf("the later claim after the give-back = next %v, retry %v; want %v, none", c.NextRunDate, c.RetryTick, other)
+		}
+
+		// A cron with no tick after the one claimed is given back from
+		// none; a disabled one is not given back.
+		if ok, err := s.ClaimCronTick(ctx, "c1", other, nil); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if ok, err := s.RetryCronTick(ctx, "c1", nil, retryAt, other, 1); err != nil || !ok {
+			t.Errorf("giving back the last tick: %v, %v; want true", ok, err)
+		}
+		if ok, err := s.ClaimCronTick(ctx, "c1", retryAt, &next); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if _, err := s.UpdateCron(ctx, "alice", "c1", func(c *Cron) error { c.Enabled = false; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.RetryCronTick(ctx, "c1", &next, retryAt, next, 1); err != nil || ok {
+			t.Errorf("giving back a disabled cron's tick: %v, %v; want false", ok, err)
+		}
+		if c := read(); !c.NextRunDate.Equal(next) || c.RetryTick != nil {
+			t.Errorf("the disabled cron = next %v, retry %v; want %v, none", c.NextRunDate, c.RetryTick, next)
+		}
+	})
+}
+
+// migrationBackends open a database on each backend, without a Store.
+var migrationBackends = []struct {
+	name string
+	open func(t *testing.T) (DB, *Dialect)
+}{
+	{"sqlite", func(t *testing.T) (DB, *Dialect) {
+		d, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "weft.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return &sqliteDB{db: d.DB(), write: d.WriteTx}, SQLite
+	}},
+	{"postgres", func(t *testing.T) (DB, *Dialect) {
+		d, err := postgres.Open(context.Background(), pgtest.NewDatabase(t, "weft_records_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return pgDB{d.Pool()}, Postgres
+	}},
+}
+
+// migrateFrom opens, on each backend, a database at schema version
+// version, lets before write to it, migrates it to the current version
+// and lets after read it.
+func migrateFrom(t *testing.T, version int, before, after func(t *testing.T, s *Store)) {
+	for _, b := range migrationBackends {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			db, d := b.open(t)
-			old := newStore(db, v2(d), Options{}, 1)
+			at := &Dialect{Name: d.Name, Migrations: d.Migrations[:version], Numbered: d.Numbered, ForUpdate: d.ForUpdate,
+				SkipLocked: d.SkipLocked, Contains: d.Contains, LeaseNow: d.LeaseNow, WritableCTE: d.WritableCTE}
+			old := newStore(db, at, Options{}, 1)
 			defer old.Close()
 			if err := old.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := old.CreateThread(ctx, Thread{ID: "t1", Owner: "alice"}, false); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := old.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", ThreadID: "t1"}); err == nil {
-				t.Fatal("a cron kept at schema version 2, which has no crons table")
-			}
+			before(t, old)
 			cur := newStore(db, d, Options{}, 1)
 			defer cur.Close()
 			if err := cur.Migrate(ctx); err != nil {
-				t.Fatalf("migrating from version 2: %v", err)
+				t.Fatalf("migrating from version %d: %v", version, err)
 			}
-			var version int64
+			var got int64
 			if err := cur.read(ctx, func(tx Tx) error {
-				_, err := cur.queryRow(ctx, tx, `SELECT MAX(version) FROM weft_schema_migrations WHERE component = $1`, []any{migrationComponent}, &version)
+				_, err := cur.queryRow(ctx, tx, `SELECT MAX(version) FROM weft_schema_migrations WHERE component = $1`, []any{migrationComponent}, &got)
 				return err
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if int(version) != len(d.Migrations) {
-				t.Errorf("schema version after the migration = %d, want %d", version, len(d.Migrations))
+			if int(got) != len(d.Migrations) {
+				t.Errorf("schema version after the migration = %d, want %d", got, len(d.Migrations))
 			}
-			if _, err := cur.GetThread(ctx, "alice", "t1"); err != nil {
-				t.Errorf("the thread kept before the migration: %v", err)
-			}
-			if _, err := cur.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", AssistantID: "a", ThreadID: "t1", Schedule: "* * * * *", Timezone: "UTC", Enabled: true, OnRunCompleted: "delete"}); err != nil {
-				t.Fatalf("a cron after the migration: %v", err)
-			}
+			after(t, cur)
 		})
 	}
+}
+
+// TestMigrateToCrons migrates a database at schema version 2, the
+// version before the crons, with a thread in it: the thread stays and
+// crons can be kept.
+func TestMigrateToCrons(t *testing.T) {
+	ctx := context.Background()
+	migrateFrom(t, 2, func(t *testing.T, old *Store) {
+		if _, err := old.CreateThread(ctx, Thread{ID: "t1", Owner: "alice"}, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", ThreadID: "t1"}); err == nil {
+			t.Fatal("a cron kept at schema version 2, which has no crons table")
+		}
+	}, func(t *testing.T, cur *Store) {
+		if _, err := cur.GetThread(ctx, "alice", "t1"); err != nil {
+			t.Errorf("the thread kept before the migration: %v", err)
+		}
+		if _, err := cur.CreateCron(ctx, Cron{ID: "c1", Owner: "alice", AssistantID: "a", ThreadID: "t1", Schedule: "* * * * *", Timezone: "UTC", Enabled: true, OnRunCompleted: "delete"}); err != nil {
+			t.Fatalf("a cron after the migration: %v", err)
+		}
+	})
+}
+
+// TestMigrateToCronRetries migrates a database at schema version 3, the
+// version before the retries of a cron's failed ticks, with a cron in it:
+// the cron stays, retrying nothing, and its tick can be given back.
+func TestMigrateToCronRetries(t *testing.T) {
+	ctx := context.Background()
+	tick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	next := tick.Add(time.Hour)
+	migrateFrom(t, 3, func(t *testing.T, old *Store) {
+		// Written as a build at version 3 wrote it: without the
+		// columns of version 4.
+		if err := old.write(ctx, "", func(tx Tx) error {
+			_, err := old.exec(ctx, tx, `INSERT INTO weft_server_crons (cron_id, owner, assistant_id, thread_id, schedule, timezone, payload, metadata, enabled, end_time, next_run_date, on_run_completed, created_at, updated_at) VALUES ('c1', 'alice', 'a', NULL, '1 * * * *', 'UTC', '{}', '{}', 1, NULL, $1, 'keep', 0, 0)`, micros(tick))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}, func(t *testing.T, cur *Store) {
+		due, err := cur.DueCrons(ctx, tick, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) != 1 || due[0].ID != "c1" || due[0].RetryTick != nil || due[0].RetryAttempts != 0 {
+			t.Fatalf("DueCrons after the migration = %+v; want c1, retrying nothing", due)
+		}
+		if ok, err := cur.ClaimCronTick(ctx, "c1", tick, &next); err != nil || !ok {
+			t.Fatalf("claiming the tick: %v, %v", ok, err)
+		}
+		if ok, err := cur.RetryCronTick(ctx, "c1", &next, tick.Add(time.Minute), tick, 1); err != nil || !ok {
+			t.Fatalf("giving the tick back: %v, %v", ok, err)
+		}
+		if c, err := cur.GetCron(ctx, "alice", "c1"); err != nil || c.RetryTick == nil || !c.RetryTick.Equal(tick) || c.RetryAttempts != 1 {
+			t.Errorf("the cron given back = %+v, %v; want a retry of %v", c, err, tick)
+		}
+	})
 }

@@ -379,6 +379,14 @@ var schemaV3 = []string{
 	`CREATE INDEX weft_server_crons_due ON weft_server_crons (next_run_date) WHERE enabled = 1`,
 }
 
+// schemaV4 lets a cron's tick whose run could not be made be tried
+// again: retry_tick is the tick while next_run_date is when it is tried
+// again (NULL otherwise), retry_attempts how many times its run failed.
+var schemaV4 = []string{
+	`ALTER TABLE weft_server_crons ADD COLUMN retry_tick INT8`,
+	`ALTER TABLE weft_server_crons ADD COLUMN retry_attempts INT8 NOT NULL DEFAULT 0`,
+}
+
 // pageQuery is one page of a search: the rows of table that where (with
 // args vs) selects, ordered by order, then by idCol so that pages do not
 // overlap (in the same direction when idFollows).
