@@ -31,6 +31,21 @@ const DefaultCronInterval = 10 * time.Second
 // cronBatch bounds the crons one look fires; more wait for the next.
 const cronBatch = 100
 
+// DefaultCronRetries is how many times a cron's tick whose run could not
+// be made for a reason that may pass is tried again, unless
+// Options.CronRetries says otherwise.
+const DefaultCronRetries = 5
+
+// cronRetryMaxDelay bounds the wait before a tick is tried again (unless
+// the scheduler's interval is longer): the waits double from the
+// interval up to it.
+const cronRetryMaxDelay = 10 * time.Minute
+
+// cronGiveBackTimeout bounds the write that gives a tick back to be tried
+// again, made even when the scheduler is stopping (a run refused as the
+// server shuts down is tried again by a process that lives on).
+const cronGiveBackTimeout = 5 * time.Second
+
 // cronParser reads the five fields of a cron expression (minute, hour,
 // day of month, month, day of week) and the descriptors (@hourly,
 // @daily...), as LangGraph's servers do.
@@ -143,6 +158,9 @@ func (s *Server) checkCronPayload(r *http.Request, payload json.RawMessage, assi
 		return "", err
 	}
 	a, err := s.runAssistant(r, assistantID, false)
+	if err != nil && !errors.Is(err, errNoSuchAssistant) {
+		return "", err
+	}
 	if err != nil {
 		return "", api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", assistantID).Because(errNoSuchAssistant)
 	}
@@ -478,8 +496,11 @@ func (s *Server) countCrons(w http.ResponseWriter, r *http.Request) error {
 type cronScheduler struct {
 	s        *Server
 	interval time.Duration
-	stop     context.CancelFunc
-	done     chan struct{}
+	// retries bounds how many times a tick is tried again
+	// (Options.CronRetries); 0: never.
+	retries int
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
 // startCrons starts the scheduler, unless Options.CronInterval is
@@ -492,8 +513,12 @@ func (s *Server) startCrons() {
 	if interval == 0 {
 		interval = DefaultCronInterval
 	}
+	retries := s.opts.CronRetries
+	if retries == 0 {
+		retries = DefaultCronRetries
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	c := &cronScheduler{s: s, interval: interval, stop: stop, done: make(chan struct{})}
+	c := &cronScheduler{s: s, interval: interval, retries: max(retries, 0), stop: stop, done: make(chan struct{})}
 	s.crons = c
 	go c.loop(ctx)
 }
@@ -526,7 +551,8 @@ const cronPasses = 10
 
 // fireDue fires the crons due now, in batches of cronBatch while there
 // are more (at most cronPasses of them: the rest wait for the next look).
-// A tick that fails is logged; the others go on.
+// A tick that fails is logged, and given back to be tried again if the
+// failure may pass (cronScheduler.failed); the others go on.
 func (c *cronScheduler) fireDue(ctx context.Context) {
 	now := time.Now()
 	for range cronPasses {
@@ -570,10 +596,83 @@ func (c *cronScheduler) fireBatch(ctx context.Context, now time.Time) int {
 			continue // another process fired it, or it changed meanwhile
 		}
 		if err := c.s.fireCron(ctx, cr); err != nil {
-			c.s.log.Error("server: a cron's tick failed to create its run", "cron_id", cr.ID, "thread_id", cr.ThreadID, "assistant_id", cr.AssistantID, "err", err)
+			c.failed(ctx, cr, next, err)
+		} else if cr.RetryTick != nil {
+			c.s.log.Info("server: a cron's tick tried again created its run", "cron_id", cr.ID, "tick", *cr.RetryTick, "attempt", cr.RetryAttempts+1)
 		}
 	}
 	return len(due)
+}
+
+// failed deals with a tick of cron cr whose run was not made (err), which
+// this process claimed by moving the cron's next tick to next. A failure
+// that may pass (passingFailure) gives the tick back, to be claimed and
+// tried again, by any process, once a while has passed: the while doubles
+// from the scheduler's interval with each failure, the tick is tried
+// again at most c.retries times, and only before the cron's next tick
+// (which would make a run anyway). Another failure, or one past these
+// bounds, is logged, and the schedule goes on from next. Nothing here
+// waits but the one write that gives the tick back.
+func (c *cronScheduler) failed(ctx context.Context, cr records.Cron, next *time.Time, err error) {
+	tick := *cr.NextRunDate
+	if cr.RetryTick != nil {
+		tick = *cr.RetryTick
+	}
+	attempts := cr.RetryAttempts + 1
+	log := c.s.log.With("cron_id", cr.ID, "thread_id", cr.ThreadID, "assistant_id", cr.AssistantID, "tick", tick, "attempts", attempts, "err", err)
+	const failedText = "server: a cron's tick failed to create its run"
+	if !passingFailure(err) {
+		log.Error(failedText + "; it is not tried again")
+		return
+	}
+	if attempts > c.retries {
+		log.Error(failedText+"; it is not tried again: tried as many times as Options.CronRetries allows", "retries", c.retries)
+		return
+	}
+	retryAt := time.Now().Add(c.retryDelay(attempts)).UTC()
+	if next != nil && !retryAt.Before(*next) {
+		log.Error(failedText+"; it is not tried again: the cron's next tick comes first", "next_run_date", *next)
+		return
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cronGiveBackTimeout)
+	defer cancel()
+	given, gerr := c.s.rec.RetryCronTick(gctx, cr.ID, next, retryAt, tick, attempts)
+	switch {
+	case gerr != nil:
+		log.Error(failedText+"; it is not tried again: giving it back failed", "give_back_err", gerr)
+	case !given:
+		log.Warn(failedText + "; it is not tried again: the cron changed meanwhile (disabled, rescheduled, or its next tick claimed)")
+	default:
+		log.Warn(failedText+"; it is tried again", "retry_at", retryAt)
+	}
+}
+
+// retryDelay is how long a tick that failed attempts times waits before
+// it is tried again: the scheduler's interval, doubled with each failure
+// after the first, up to cronRetryMaxDelay (or the interval, if longer).
+func (c *cronScheduler) retryDelay(attempts int) time.Duration {
+	limit := max(c.interval, cronRetryMaxDelay)
+	d := c.interval
+	for i := 1; i < attempts && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// passingFailure reports whether a cron's run was refused for a reason
+// that may pass, so that its tick is worth trying again: by what its
+// owner's request to create the run would be answered (api.Status), 429
+// or 5xx (the server at its MaxRunsPerUser or MaxRuns bound, shutting
+// down, the database's error, the scheduler's context ended), or an
+// assistant changed as the run was made (409). Another 4xx is not: a
+// deleted assistant or thread, a payload no longer valid, a busy thread
+// under the reject strategy (that tick is skipped, as documented).
+func passingFailure(err error) bool {
+	if errors.Is(err, records.ErrStaleAssistant) {
+		return true
+	}
+	st := api.Status(err)
+	return st == http.StatusTooManyRequests || st >= 500
 }
 
 // fireCron creates and launches a cron's run, as its owner's request to

@@ -400,3 +400,214 @@ func TestCronFiresOnceAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// hold takes the one place of a server at MaxRuns 1 with a run that
+// waits until release is called.
+func hold(t *testing.T, s *testServer) (release func()) {
+	t.Helper()
+	tid := s.newThread()
+	run := s.must(200, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 60000}}).obj(t)
+	return func() {
+		t.Helper()
+		s.must(204, "POST", "/threads/"+tid+"/runs/"+run["run_id"].(string)+"/cancel?wait=1", nil)
+	}
+}
+
+// threadRuns lists a thread's runs, the last first.
+func threadRuns(t *testing.T, s *testServer, tid string) []map[string]any {
+	t.Helper()
+	var runs []map[string]any
+	s.must(200, "GET", "/threads/"+tid+"/runs?limit=100", nil).json(t, &runs)
+	return runs
+}
+
+// nextNewYear is the first 1 January 00:00 UTC after now.
+func nextNewYear() time.Time {
+	return time.Date(time.Now().UTC().Year()+1, 1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// A tick refused because the server is at MaxRuns is tried again while
+// it is, and makes its run once a place is free; the schedule then goes
+// on.
+func TestCronTickRetried(t *testing.T) {
+	var logged syncBuffer
+	srv := startServer(t, server.Options{MaxRuns: 1, CronInterval: 5 * time.Millisecond, CronRetries: 1000,
+		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logged, testLog{t}), nil))})
+	s := wrap(t, srv)
+	release := hold(t, s)
+	tid := s.newThread()
+	cid := s.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "input": map[string]any{"tag": "retried"}}).obj(t)["cron_id"].(string)
+	if err := server.MakeCronDue(srv, "", cid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the tick tried again after failing twice", func() bool {
+		_, tick, attempts, err := server.CronRetry(srv, "", cid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tick != nil && attempts >= 2
+	})
+	next, _, _, err := server.CronRetry(srv, "", cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == nil || !next.Before(nextNewYear()) {
+		t.Errorf("the cron's next_run_date while its tick is tried again = %v, want the retry's time, before its next tick %v", next, nextNewYear())
+	}
+	if runs := threadRuns(t, s, tid); len(runs) != 0 {
+		t.Fatalf("runs made while the server is at MaxRuns: %v", runs)
+	}
+	release()
+	var runs []map[string]any
+	eventually(t, "the retried tick's run", func() bool {
+		runs = threadRuns(t, s, tid)
+		return len(runs) > 0
+	})
+	if run := s.waitRun(tid, runs[0]["run_id"].(string)); run["status"] != "success" {
+		t.Errorf("the retried tick's run = %v", run)
+	}
+	next, tick, attempts, err := server.CronRetry(srv, "", cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == nil || !next.Equal(nextNewYear()) || tick != nil || attempts != 0 {
+		t.Errorf("the cron after its retried tick = next %v, retrying %v (%d failures); want next %v, no retry", next, tick, attempts, nextNewYear())
+	}
+	if runs := threadRuns(t, s, tid); len(runs) != 1 {
+		t.Errorf("%d runs for one tick", len(runs))
+	}
+	if l := logged.String(); !strings.Contains(l, "it is tried again") || !strings.Contains(l, "retry later") || !strings.Contains(l, "tick tried again created its run") {
+		t.Errorf("the retries are not logged with their cause:\n%s", l)
+	}
+}
+
+// A tick whose run cannot be made for good (its assistant deleted, its
+// thread busy under reject) is not tried again; nor one tried as many
+// times as Options.CronRetries allows. The schedule goes on.
+func TestCronTickNotRetried(t *testing.T) {
+	var logged syncBuffer
+	srv := startServer(t, server.Options{MaxRuns: 2, CronInterval: 5 * time.Millisecond, CronRetries: 2,
+		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logged, testLog{t}), nil))})
+	s := wrap(t, srv)
+	notRetried := func(cid, cause, why string) {
+		t.Helper()
+		eventually(t, "the failed tick of "+cid+" logged", func() bool {
+			for _, l := range strings.Split(logged.String(), "\n") {
+				if strings.Contains(l, "cron_id="+cid) && strings.Contains(l, why) {
+					return true
+				}
+			}
+			return false
+		})
+		for _, l := range strings.Split(logged.String(), "\n") {
+			if strings.Contains(l, "cron_id="+cid) && strings.Contains(l, why) && !strings.Contains(l, cause) {
+				t.Errorf("the failed tick of %s is logged without its cause %q: %s", cid, cause, l)
+			}
+		}
+		next, tick, attempts, err := server.CronRetry(srv, "", cid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next == nil || !next.Equal(nextNewYear()) || tick != nil || attempts != 0 {
+			t.Errorf("cron %s after its failed tick = next %v, retrying %v (%d failures); want its next tick %v, no retry", cid, next, tick, attempts, nextNewYear())
+		}
+	}
+
+	// Its assistant deleted.
+	aid := s.must(200, "POST", "/assistants", map[string]any{"graph_id": "slow"}).obj(t)["assistant_id"].(string)
+	gone := s.must(200, "POST", "/runs/crons", map[string]any{"assistant_id": aid, "schedule": "0 0 1 1 *"}).obj(t)["cron_id"].(string)
+	s.must(200, "DELETE", "/assistants/"+aid, nil)
+	if err := server.MakeCronDue(srv, "", gone); err != nil {
+		t.Fatal(err)
+	}
+	notRetried(gone, "No assistant found", "it is not tried again")
+	if strings.Contains(logged.String(), "cron_id="+gone+" ") && strings.Contains(logged.String(), "it is tried again") {
+		t.Errorf("the tick of the cron without its assistant was given back:\n%s", logged.String())
+	}
+
+	// Its thread busy, under reject: the tick is skipped.
+	busy := s.newThread()
+	run := s.must(200, "POST", "/threads/"+busy+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{"delay_ms": 60000}}).obj(t)
+	rejected := s.must(200, "POST", "/threads/"+busy+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *"}).obj(t)["cron_id"].(string)
+	if err := server.MakeCronDue(srv, "", rejected); err != nil {
+		t.Fatal(err)
+	}
+	notRetried(rejected, "already running", "it is not tried again")
+	s.must(204, "POST", "/threads/"+busy+"/runs/"+run["run_id"].(string)+"/cancel?wait=1", nil)
+
+	// Refused at MaxRuns more times than CronRetries allows.
+	release, second := hold(t, s), hold(t, s)
+	tid := s.newThread()
+	full := s.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *"}).obj(t)["cron_id"].(string)
+	if err := server.MakeCronDue(srv, "", full); err != nil {
+		t.Fatal(err)
+	}
+	notRetried(full, "retry later", "tried as many times as Options.CronRetries allows")
+	if n := strings.Count(logged.String(), "cron_id="+full+" "); n != 3 {
+		t.Errorf("cron %s's tick logged %d times, want 3 (tried once, then again twice):\n%s", full, n, logged.String())
+	}
+	release()
+	second()
+	if runs := threadRuns(t, s, tid); len(runs) != 0 {
+		t.Errorf("the tick given up made runs: %v", runs)
+	}
+}
+
+// Two server processes on one database, both at MaxRuns: a tick tried
+// again is tried by either, and once a place is free it makes one run.
+func TestCronRetriedOnceAcrossProcesses(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.open(t)
+			var srvs []*server.Server
+			var ss []*testServer
+			for range 2 {
+				srv, err := server.New(context.Background(), server.Options{Graphs: apitestGraphs(), DB: db, Logger: testLogger(t),
+					CronInterval: time.Millisecond, CronRetries: 1000, MaxRuns: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				srvs = append(srvs, srv)
+				ss = append(ss, wrap(t, srv))
+			}
+			tid := ss[0].newThread()
+			cid := ss[0].must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *", "input": map[string]any{"tag": "t"}}).obj(t)["cron_id"].(string)
+			const ticks = 3
+			for i := 1; i <= ticks; i++ {
+				releases := []func(){hold(t, ss[0]), hold(t, ss[1])}
+				if err := server.MakeCronDue(srvs[i%2], "", cid); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "the tick tried again after failing twice", func() bool {
+					_, tick, attempts, err := server.CronRetry(srvs[0], "", cid)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return tick != nil && attempts >= 2
+				})
+				for _, release := range releases {
+					release()
+				}
+				var runs []map[string]any
+				eventually(t, "the tick's run", func() bool {
+					runs = threadRuns(t, ss[0], tid)
+					return len(runs) >= i
+				})
+				// Ended, it gives its place back before the next tick.
+				ss[0].waitRun(tid, runs[0]["run_id"].(string))
+			}
+			// Shut down, the schedulers have ended every look they began.
+			for _, srv := range srvs {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := srv.Shutdown(ctx); err != nil {
+					t.Errorf("Shutdown: %v", err)
+				}
+				cancel()
+			}
+			r := newServer(t, server.Options{DB: db, CronInterval: -1})
+			if runs := threadRuns(t, r, tid); len(runs) != ticks {
+				t.Errorf("%d runs for %d ticks tried again by two processes", len(runs), ticks)
+			}
+		})
+	}
+}

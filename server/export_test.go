@@ -19,6 +19,13 @@ func MakeCronDue(s *Server, owner, id string) error {
 	return err
 }
 
+// CronRetry returns owner's cron id's next tick and, while that is a
+// failed tick's retry, the tick and how many times its run failed.
+func CronRetry(s *Server, owner, id string) (next, tick *time.Time, attempts int, err error) {
+	c, err := s.rec.GetCron(context.Background(), owner, id)
+	return c.NextRunDate, c.RetryTick, c.RetryAttempts, err
+}
+
 // ThreadStreamsOpen counts the thread streams (GET /threads/{id}/stream)
 // s is serving; a stream counts until its followers stopped.
 func ThreadStreamsOpen(s *Server) int { return s.runs.threads.open() }

@@ -113,12 +113,18 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 	if err := s.webhooks.check(req.Webhook); err != nil {
 		return nil, err
 	}
-	noAssistant := func() error {
+	// noAssistant answers a lookup of the assistant that failed: 404
+	// when there is none, the store's error (a passing one, say) as it
+	// is.
+	noAssistant := func(err error) error {
+		if !errors.Is(err, errNoSuchAssistant) {
+			return err
+		}
 		return api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID).Because(errNoSuchAssistant)
 	}
 	a, err := s.runAssistant(r, *req.AssistantID, false)
 	if err != nil {
-		return nil, noAssistant()
+		return nil, noAssistant(err)
 	}
 	g, err := s.servedGraphOf(a)
 	if err != nil {
@@ -165,7 +171,7 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 			return nil, api.Conflict("Assistant %s changed while the run was being created; try again", a.ID).Because(err)
 		}
 		if a, err = s.runAssistant(r, *req.AssistantID, true); err != nil {
-			return nil, noAssistant()
+			return nil, noAssistant(err)
 		}
 		if g, err = s.servedGraphOf(a); err != nil {
 			return nil, err

@@ -163,6 +163,13 @@ type Options struct {
 	// none here. Several processes may share a database: each tick is
 	// claimed in it first, and fired by one of them only.
 	CronInterval time.Duration
+	// CronRetries bounds how many times a cron's tick whose run could not
+	// be made for a reason that may pass (this process at MaxRuns, a
+	// database error, a shutdown) is tried again, by any process, each
+	// time after a longer while (0: DefaultCronRetries; negative:
+	// never). A tick is not tried again once the cron's next tick has
+	// come.
+	CronRetries int
 }
 
 // RunHooks are called as runs start and end, on the run's goroutine: keep
