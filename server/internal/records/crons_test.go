@@ -3,8 +3,10 @@ package records
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -414,6 +416,230 @@ func TestMigrateToCronRetries(t *testing.T) {
 		}
 		if c, err := cur.GetCron(ctx, "alice", "c1"); err != nil || c.RetryTick == nil || !c.RetryTick.Equal(tick) || c.RetryAttempts != 1 {
 			t.Errorf("the cron given back = %+v, %v; want a retry of %v", c, err, tick)
+		}
+	})
+}
+
+// A cron's tick makes its run once (NewRun.CronTick): a second try of the
+// tick (an earlier try's answer lost) writes nothing, neither its run nor
+// its new thread, even once the first run's thread is gone or its run is
+// still going on a thread that rejects another; the cron's next tick
+// makes its own; a tick of a cron deleted meanwhile makes its run.
+func TestCronTickMakesOneRun(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		tick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+		if _, err := s.CreateThread(ctx, Thread{ID: "t1", Owner: "alice"}, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []Cron{
+			{ID: "stateless", Owner: "alice", AssistantID: "asst", Schedule: "* * * * *", Timezone: "UTC", Enabled: true, OnRunCompleted: "delete"},
+			{ID: "threaded", Owner: "alice", AssistantID: "asst", ThreadID: "t1", Schedule: "* * * * *", Timezone: "UTC", Enabled: true, OnRunCompleted: "delete"},
+		} {
+			if _, err := s.CreateCron(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stateless := func(run, thread string, tick time.Time) error {
+			nr := newRun(run, thread, "alice", MultitaskReject)
+			nr.CreateThread = true
+			nr.CronTick = &CronTick{CronID: "stateless", Tick: tick}
+			_, _, err := s.CreateRun(ctx, nr)
+			return err
+		}
+		absent := func(run, thread string) {
+			t.Helper()
+			if _, err := s.GetRun(ctx, "alice", thread, run); !errors.Is(err, ErrNotFound) {
+				t.Errorf("run %s of a tick made already: %v, want ErrNotFound", run, err)
+			}
+			if _, err := s.GetThread(ctx, "alice", thread); !errors.Is(err, ErrNotFound) {
+				t.Errorf("thread %s of a tick made already: %v, want ErrNotFound", thread, err)
+			}
+		}
+		if err := stateless("r1", "ta", tick); err != nil {
+			t.Fatal(err)
+		}
+		if err := stateless("r2", "tb", tick); !errors.Is(err, ErrTickMade) {
+			t.Fatalf("a stateless cron's tick made twice: %v, want ErrTickMade", err)
+		}
+		absent("r2", "tb")
+		if err := s.DeleteThread(ctx, "alice", "ta"); err != nil {
+			t.Fatal(err)
+		}
+		if err := stateless("r3", "tc", tick); !errors.Is(err, ErrTickMade) {
+			t.Fatalf("a stateless cron's tick made again once its thread was deleted: %v, want ErrTickMade", err)
+		}
+		absent("r3", "tc")
+		if err := stateless("r4", "td", tick.Add(time.Minute)); err != nil {
+			t.Fatalf("the cron's next tick: %v", err)
+		}
+
+		threaded := func(run string, tick time.Time) error {
+			nr := newRun(run, "t1", "alice", MultitaskReject)
+			nr.CronTick = &CronTick{CronID: "threaded", Tick: tick}
+			_, _, err := s.CreateRun(ctx, nr)
+			return err
+		}
+		if err := threaded("r5", tick); err != nil {
+			t.Fatal(err)
+		}
+		// r5 is pending: a run of another tick is rejected, a second
+		// try of r5's is told it is made.
+		if err := threaded("r6", tick); !errors.Is(err, ErrTickMade) {
+			t.Fatalf("a thread's cron's tick made twice: %v, want ErrTickMade", err)
+		}
+		if err := threaded("r7", tick.Add(time.Minute)); !errors.Is(err, ErrBusy) {
+			t.Fatalf("the next tick while the thread is busy: %v, want ErrBusy", err)
+		}
+		runs, err := s.ListRuns(ctx, RunQuery{Owner: "alice", ThreadID: "t1", Limit: 10})
+		if err != nil || len(runs) != 1 || runs[0].ID != "r5" {
+			t.Fatalf("the thread's runs = %+v, %v; want r5 alone", runs, err)
+		}
+
+		if err := s.DeleteCron(ctx, "alice", "stateless"); err != nil {
+			t.Fatal(err)
+		}
+		if err := stateless("r8", "te", tick.Add(2*time.Minute)); err != nil {
+			t.Fatalf("a tick of a cron deleted meanwhile: %v, want its run made", err)
+		}
+	})
+}
+
+// Tries of one tick at once (two processes, say, one of which lost the
+// answer of its commit while the other tried the tick again) make one
+// run between them.
+func TestCronTickMadeOnceAtOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		tick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+		if _, err := s.CreateCron(ctx, Cron{ID: "c", Owner: "alice", AssistantID: "asst", Schedule: "* * * * *", Timezone: "UTC", Enabled: true, OnRunCompleted: "delete"}); err != nil {
+			t.Fatal(err)
+		}
+		const tries = 8
+		errs := make(chan error, tries)
+		var wg sync.WaitGroup
+		for i := range tries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				nr := newRun(fmt.Sprintf("r%d", i), fmt.Sprintf("t%d", i), "alice", MultitaskReject)
+				nr.CreateThread = true
+				nr.CronTick = &CronTick{CronID: "c", Tick: tick}
+				_, _, err := s.CreateRun(ctx, nr)
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		made := 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				made++
+			case !errors.Is(err, ErrTickMade):
+				t.Errorf("a try of the tick: %v, want ErrTickMade or nothing", err)
+			}
+		}
+		if made != 1 {
+			t.Errorf("%d tries of one tick at once made %d runs, want 1", tries, made)
+		}
+		threads, _, err := s.SearchThreads(ctx, ThreadQuery{Owner: "alice", Limit: 100})
+		if err != nil || len(threads) != 1 {
+			t.Errorf("threads made = %d (%v), want 1", len(threads), err)
+		}
+	})
+}
+
+// On PostgreSQL, two tries of one tick in transactions side by side (two
+// committers, or two processes) make one run: the second waits on the
+// cron's row for the first's answer, and reads it.
+func TestCronTickMadeOnceSideBySide(t *testing.T) {
+	ctx := context.Background()
+	s := openPostgres(t, pgtest.NewDatabase(t, "weft_records_"))
+	pool := s.db.(pgDB).pool
+	tick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	if _, err := s.CreateCron(ctx, Cron{ID: "c", Owner: "alice", AssistantID: "asst", Schedule: "* * * * *", Timezone: "UTC", Enabled: true, OnRunCompleted: "delete"}); err != nil {
+		t.Fatal(err)
+	}
+	// Two new threads whose writes two committers make.
+	threads := []string{"t0"}
+	for i := 1; len(threads) < 2; i++ {
+		if id := fmt.Sprintf("t%d", i); s.batch.lane(id) != s.batch.lane(threads[0]) {
+			threads = append(threads, id)
+		}
+	}
+	// The cron's row held, so that both tries are under way at once.
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback(ctx) }() // released below; this in case of failure
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM weft_server_crons WHERE cron_id = 'c' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, len(threads))
+	for i, th := range threads {
+		go func() {
+			nr := newRun(fmt.Sprintf("r%d", i), th, "alice", MultitaskReject)
+			nr.CreateThread = true
+			nr.CronTick = &CronTick{CronID: "c", Tick: tick}
+			_, _, err := s.CreateRun(ctx, nr)
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= len(threads) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the %d tries wait on the cron's row after 30 s", waiting, len(threads))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	made := 0
+	for range threads {
+		switch err := <-errs; {
+		case err == nil:
+			made++
+		case !errors.Is(err, ErrTickMade):
+			t.Errorf("a try of the tick: %v, want ErrTickMade or nothing", err)
+		}
+	}
+	if made != 1 {
+		t.Errorf("two tries of one tick side by side made %d runs, want 1", made)
+	}
+}
+
+// TestMigrateToCronTickMade migrates a database at schema version 4, the
+// version before a tick's run was recorded with its cron, with a cron in
+// it: the cron's tick makes its run, once.
+func TestMigrateToCronTickMade(t *testing.T) {
+	ctx := context.Background()
+	tick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	migrateFrom(t, 4, func(t *testing.T, old *Store) {
+		// Written as a build at version 4 wrote it: without made_tick.
+		if err := old.write(ctx, "", func(tx Tx) error {
+			_, err := old.exec(ctx, tx, `INSERT INTO weft_server_crons (cron_id, owner, assistant_id, thread_id, schedule, timezone, payload, metadata, enabled, end_time, next_run_date, on_run_completed, created_at, updated_at, retry_tick, retry_attempts) VALUES ('c1', 'alice', 'asst', NULL, '1 * * * *', 'UTC', '{}', '{}', 1, NULL, $1, 'keep', 0, 0, NULL, 0)`, micros(tick))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}, func(t *testing.T, cur *Store) {
+		for i, want := range []error{nil, ErrTickMade} {
+			nr := newRun(fmt.Sprintf("r%d", i), fmt.Sprintf("t%d", i), "alice", MultitaskReject)
+			nr.CreateThread = true
+			nr.CronTick = &CronTick{CronID: "c1", Tick: tick}
+			if _, _, err := cur.CreateRun(ctx, nr); !errors.Is(err, want) {
+				t.Fatalf("try %d of the migrated cron's tick: %v, want %v", i+1, err, want)
+			}
 		}
 	})
 }

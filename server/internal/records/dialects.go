@@ -11,7 +11,7 @@ import (
 // SQLite is the SQLite flavour of the records schema.
 var SQLite = &Dialect{
 	Name:       "sqlite",
-	Migrations: [][]string{schemaSQL(schemaV1, "TEXT", "INTEGER", "TEXT"), schemaV2, schemaSQL(schemaV3, "TEXT", "INTEGER", "TEXT"), schemaSQL(schemaV4, "TEXT", "INTEGER", "TEXT")},
+	Migrations: [][]string{schemaSQL(schemaV1, "TEXT", "INTEGER", "TEXT"), schemaV2, schemaSQL(schemaV3, "TEXT", "INTEGER", "TEXT"), schemaSQL(schemaV4, "TEXT", "INTEGER", "TEXT"), schemaSQL(schemaV5, "TEXT", "INTEGER", "TEXT")},
 	Numbered:   true,
 	Contains:   sqliteContains,
 }
@@ -19,7 +19,7 @@ var SQLite = &Dialect{
 // Postgres is the PostgreSQL flavour of the records schema.
 var Postgres = &Dialect{
 	Name:        "postgres",
-	Migrations:  [][]string{schemaSQL(schemaV1, "text", "bigint", "jsonb"), postgresV2, schemaSQL(schemaV3, "text", "bigint", "jsonb"), schemaSQL(schemaV4, "text", "bigint", "jsonb")},
+	Migrations:  [][]string{schemaSQL(schemaV1, "text", "bigint", "jsonb"), postgresV2, schemaSQL(schemaV3, "text", "bigint", "jsonb"), schemaSQL(schemaV4, "text", "bigint", "jsonb"), schemaSQL(schemaV5, "text", "bigint", "jsonb")},
 	ForUpdate:   " FOR UPDATE",
 	SkipLocked:  " FOR UPDATE SKIP LOCKED",
 	LeaseNow:    "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000 AS bigint)",

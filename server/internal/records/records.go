@@ -42,6 +42,10 @@ var (
 	// changed or deleted meanwhile, maybe by another process): read the
 	// assistant again.
 	ErrStaleAssistant = errors.New("records: the assistant changed")
+	// ErrTickMade means a cron's run was not created because the cron's
+	// tick it was for already made its run (NewRun.CronTick): an earlier
+	// try committed, though its caller may not have heard so.
+	ErrTickMade = errors.New("records: the cron's tick already made its run")
 )
 
 // Thread statuses.

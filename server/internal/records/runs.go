@@ -63,6 +63,41 @@ type NewRun struct {
 	// Lease.Taken. Only for a Store that shares its database with the
 	// checkpoint store (OpenSQLite, OpenPostgres), as Finish.LeaseOwner.
 	Lease *LeaseRequest
+	// CronTick, when not nil, names the cron's tick the run is made for:
+	// the run is created only if that tick has not made its run yet (else
+	// ErrTickMade, and nothing is written), and the cron then records
+	// that it has, in the same transaction. A tick tried again after an
+	// answer lost (the run's write committed, its caller heard an error)
+	// so makes its run once, its thread too, even when the run, or its
+	// thread, was deleted meanwhile. A cron deleted meanwhile records
+	// nothing: its run is made.
+	CronTick *CronTick
+}
+
+// CronTick names a cron's tick: the cron's id, and the time it was due.
+type CronTick struct {
+	CronID string
+	Tick   time.Time
+}
+
+// tickMade reports whether the cron's tick c (nil: none) made its run
+// already, locking the cron's row (PostgreSQL) until the transaction
+// ends: a try of the tick made meanwhile by another process waits for
+// this one's answer, and reads it.
+func (s *Store) tickMade(ctx context.Context, tx Tx, c *CronTick) (bool, error) {
+	if c == nil {
+		return false, nil
+	}
+	made := false
+	err := s.query(ctx, tx, `SELECT made_tick FROM weft_server_crons WHERE cron_id = $1`+s.d.ForUpdate, []any{c.CronID}, func(r Rows) error {
+		var tick sql.NullInt64
+		if err := r.Scan(&tick); err != nil {
+			return err
+		}
+		made = tick.Valid && tick.Int64 == micros(c.Tick)
+		return nil
+	})
+	return made, err
 }
 
 // LeaseRequest is the checkpoint lease CreateRun takes for a run's
@@ -153,6 +188,14 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (Run, []string, error)
 		if err != nil {
 			return err
 		}
+		// After the thread's lock, as DeleteThread takes them: thread,
+		// then its crons.
+		if made, err := s.tickMade(ctx, tx, nr.CronTick); err != nil || made {
+			if made {
+				err = fmt.Errorf("%w: cron %s, tick %s", ErrTickMade, nr.CronTick.CronID, nr.CronTick.Tick.Format(time.RFC3339Nano))
+			}
+			return err
+		}
 		if !found {
 			if !nr.CreateThread {
 				return fmt.Errorf("%w: thread %s", ErrNotFound, run.ThreadID)
@@ -216,6 +259,11 @@ WHERE EXISTS (SELECT 1 FROM weft_server_assistants WHERE assistant_id = $4 AND (
 		}
 		if lease != nil && !s.d.WritableCTE {
 			if leased, err = s.takeLease(ctx, tx, run.ThreadID, lease); err != nil {
+				return err
+			}
+		}
+		if c := nr.CronTick; c != nil {
+			if _, err := s.exec(ctx, tx, `UPDATE weft_server_crons SET made_tick = $1 WHERE cron_id = $2`, micros(c.Tick), c.CronID); err != nil {
 				return err
 			}
 		}

@@ -387,6 +387,12 @@ var schemaV4 = []string{
 	`ALTER TABLE weft_server_crons ADD COLUMN retry_attempts INT8 NOT NULL DEFAULT 0`,
 }
 
+// schemaV5 makes a cron's tick make its run once: made_tick is the last
+// tick whose run was made (NewRun.CronTick), written with the run.
+var schemaV5 = []string{
+	`ALTER TABLE weft_server_crons ADD COLUMN made_tick INT8`,
+}
+
 // pageQuery is one page of a search: the rows of table that where (with
 // args vs) selects, ordered by order, then by idCol so that pages do not
 // overlap (in the same direction when idFollows).
