@@ -595,9 +595,9 @@ func (c *cronScheduler) fireBatch(ctx context.Context, now time.Time) int {
 		if !claimed {
 			continue // another process fired it, or it changed meanwhile
 		}
-		if err := c.s.fireCron(ctx, cr); err != nil {
+		if made, err := c.s.fireCron(ctx, cr); err != nil {
 			c.failed(ctx, cr, next, err)
-		} else if cr.RetryTick != nil {
+		} else if made && cr.RetryTick != nil {
 			c.s.log.Info("server: a cron's tick tried again created its run", "cron_id", cr.ID, "tick", *cr.RetryTick, "attempt", cr.RetryAttempts+1)
 		}
 	}
@@ -677,20 +677,32 @@ func passingFailure(err error) bool {
 
 // fireCron creates and launches a cron's run, as its owner's request to
 // create it would: through Server.newRun, with its checks, multitask
-// strategy and webhook.
-func (s *Server) fireCron(ctx context.Context, c records.Cron) error {
+// strategy and webhook. The run is made once per tick
+// (records.NewRun.CronTick): a tick tried again whose run an earlier try
+// made (its answer lost) makes none, and that is no failure.
+// It reports whether it made the run.
+func (s *Server) fireCron(ctx context.Context, c records.Cron) (bool, error) {
 	req, err := cronRunRequest(c.Payload, c.AssistantID, c.ThreadID, c.OnRunCompleted)
 	if err != nil {
-		return fmt.Errorf("its payload is not a run request: %w", err)
+		return false, fmt.Errorf("its payload is not a run request: %w", err)
 	}
+	tick := *c.NextRunDate
+	if c.RetryTick != nil {
+		tick = *c.RetryTick
+	}
+	req.cronTick = &records.CronTick{CronID: c.ID, Tick: tick}
 	r, err := http.NewRequestWithContext(auth.WithUser(ctx, c.Owner), http.MethodPost, "/runs/crons", nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	lr, err := s.newRun(r, req, c.ThreadID)
+	if errors.Is(err, records.ErrTickMade) {
+		s.log.Info("server: a cron's tick had made its run already (an earlier try's answer was lost)", "cron_id", c.ID, "tick", tick, "attempt", c.RetryAttempts+1)
+		return false, nil
+	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.runs.launch(lr)
-	return nil
+	return true, nil
 }

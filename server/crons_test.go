@@ -613,3 +613,75 @@ func TestCronRetriedOnceAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// A tick whose run was made although the process that made it heard an
+// error (the answer of its commit lost), and that was so given back to be
+// tried again, makes no second run when another process tries it again:
+// neither on the cron's thread (under enqueue, where a second run would be
+// queued) nor, for a cron without a thread, a second run on a second new
+// thread. The schedule then goes on.
+func TestCronTickAnswerLost(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.open(t)
+			// The process that made the run and lost the answer: no
+			// scheduler of its own.
+			lost := newServer(t, server.Options{DB: db, CronInterval: -1})
+			tid := lost.newThread()
+			threaded := lost.must(200, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *",
+				"input": map[string]any{"tag": "t"}, "multitask_strategy": "enqueue"}).obj(t)["cron_id"].(string)
+			stateless := lost.must(200, "POST", "/runs/crons", map[string]any{"assistant_id": "slow", "schedule": "0 0 1 1 *",
+				"input": map[string]any{"tag": "s"}, "on_run_completed": "keep"}).obj(t)["cron_id"].(string)
+			var made []string
+			for _, cid := range []string{threaded, stateless} {
+				run, err := server.FireCronAnswerLost(lost.srv, "", cid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				made = append(made, run)
+			}
+
+			// The process that tries the ticks again.
+			var logged syncBuffer
+			again := startServer(t, server.Options{DB: db, CronInterval: time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logged, testLog{t}), nil))})
+			for _, cid := range []string{threaded, stateless} {
+				eventually(t, "the tick of "+cid+" tried again, logged as made already", func() bool {
+					for _, l := range strings.Split(logged.String(), "\n") {
+						if strings.Contains(l, "cron_id="+cid) && strings.Contains(l, "had made its run already") {
+							return true
+						}
+					}
+					return false
+				})
+				next, tick, attempts, err := server.CronRetry(again, "", cid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next == nil || !next.Equal(nextNewYear()) || tick != nil || attempts != 0 {
+					t.Errorf("cron %s after its tick tried again = next %v, retrying %v (%d failures); want next %v, no retry", cid, next, tick, attempts, nextNewYear())
+				}
+			}
+			if l := logged.String(); strings.Contains(l, "failed to create its run") {
+				t.Errorf("a tick tried again failed:\n%s", l)
+			}
+			if runs := threadRuns(t, lost, tid); len(runs) != 1 || runs[0]["run_id"] != made[0] {
+				t.Errorf("the thread's cron's runs = %v, want %s alone", runs, made[0])
+			}
+			var threads []map[string]any
+			lost.must(200, "POST", "/threads/search", map[string]any{"limit": 100}).json(t, &threads)
+			var news []string
+			for _, th := range threads {
+				if th["thread_id"] != tid {
+					news = append(news, th["thread_id"].(string))
+				}
+			}
+			if len(news) != 1 {
+				t.Fatalf("threads made for the stateless cron's tick = %v, want 1", news)
+			}
+			if runs := threadRuns(t, lost, news[0]); len(runs) != 1 || runs[0]["run_id"] != made[1] {
+				t.Errorf("the stateless cron's runs = %v, want %s alone", runs, made[1])
+			}
+		})
+	}
+}

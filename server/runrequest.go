@@ -49,6 +49,11 @@ type runRequest struct {
 	Checkpoint        *checkpointRef  `json:"checkpoint"`
 	Durability        string          `json:"durability"`
 	CheckpointDuring  *bool           `json:"checkpoint_during"`
+
+	// cronTick, set by the cron scheduler (never from a request's body),
+	// names the cron's tick the run is made for: the run is made only if
+	// that tick has not made its run yet (records.NewRun.CronTick).
+	cronTick *records.CronTick
 }
 
 // runKwargs is what a run was asked to do, as stored with it (the API's

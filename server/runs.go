@@ -150,6 +150,7 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 		},
 		ThreadConfig: threadConfig,
 		CreateThread: stateless || req.IfNotExists == "create",
+		CronTick:     req.cronTick,
 	}
 	if stateless {
 		nr.Run.ThreadID = newThreadID()
