@@ -25,6 +25,14 @@ import (
 // outermost first: none for the graph, the graph's for a node, the
 // graph's and the node's for a model reply or a tool call.
 //
+// A subgraph's events are nested the same way, whether or not the client
+// asked for stream_subgraphs: inside the chain of the node that runs it,
+// the subgraph's own run (on_chain_start/on_chain_end named after the
+// subgraph, with the node's input and metadata, started by the
+// subgraph's first event and ended, with its last values, before the
+// node's chain), and inside that its nodes' chains, replies and tool
+// calls, with the subgraph's namespace in their metadata's checkpoint_ns.
+//
 // weft builds them from the run's task, message and tools events: a
 // node's chain starts with its task and ends with its result (its update
 // as output); a model's reply starts with its first chunk (the prompt is
@@ -47,6 +55,29 @@ type langchainRun struct {
 	// calls holds, per task, its tool calls started and not yet ended,
 	// by toolKey.
 	calls map[string]map[string]*toolRun
+	// g is the graph run, whose subgraphs name their runs.
+	g *graph.Graph
+	// tasks holds, per task started and not yet ended, its chain's input
+	// and metadata; subs, per task that runs a subgraph, the subgraph's
+	// run, opened by the subgraph's first event and ended with the task.
+	tasks map[string]*taskRun
+	subs  map[string]*subRun
+}
+
+// taskRun is a node's chain started in the events mode: what its end, and
+// the run of a subgraph it runs, repeat.
+type taskRun struct {
+	input, meta []byte
+}
+
+// subRun is a subgraph's own chain, nested in the chain of the task that
+// runs it: its run id, name, parent_ids and metadata, and its last values
+// (its output).
+type subRun struct {
+	runID, name string
+	parents     []string
+	meta        []byte
+	values      *graph.State
 }
 
 // toolRun is a tool call started in the events mode: what its end event
@@ -70,14 +101,16 @@ type streamedReply struct {
 
 // startEvents sends the graph's on_chain_start, with the run's input, when
 // the client asked for the events mode.
-func (e *encoder) startEvents(graphName, runID string, input json.RawMessage, emit func(string, []byte) error) error {
+func (e *encoder) startEvents(g *graph.Graph, runID string, input json.RawMessage, emit func(string, []byte) error) error {
 	if !e.want[modeEvents] {
 		return nil
 	}
-	if graphName == "" {
-		graphName = "LangGraph"
+	graphName := graphRunName(g)
+	e.lc = &langchainRun{
+		graphName: graphName, runID: runID, g: g,
+		open: map[string][]string{}, reply: map[string]*streamedReply{}, calls: map[string]map[string]*toolRun{},
+		tasks: map[string]*taskRun{}, subs: map[string]*subRun{},
 	}
-	e.lc = &langchainRun{graphName: graphName, runID: runID, open: map[string][]string{}, reply: map[string]*streamedReply{}, calls: map[string]map[string]*toolRun{}}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
@@ -100,17 +133,31 @@ func (e *encoder) endEvents(emit func(string, []byte) error) error {
 	return emit(modeEvents, e.lcEvent("on_chain_end", e.lc.graphName, e.lc.runID, nil, nil, e.runMetaJSON(), lcField{"output", values}))
 }
 
+// graphRunName names a graph's run: after the graph, LangGraph when it
+// has no name (or is not known).
+func graphRunName(g *graph.Graph) string {
+	if g == nil || g.Name() == "" {
+		return "LangGraph"
+	}
+	return g.Name()
+}
+
 // runMetaJSON is the run's metadata as a JSON object.
 func (e *encoder) runMetaJSON() []byte {
 	return append(append([]byte(nil), e.meta...), '}')
 }
 
 // taskMeta is the metadata of a node's events: the run's, and the task's
-// as messages events carry it.
-func (e *encoder) taskMeta(name, id string, step int, triggers []string) []byte {
+// as messages events carry it; ns is the namespace of the (sub)graph the
+// task runs in, the task's own checkpoint namespace is ns's and its own.
+func (e *encoder) taskMeta(ns []string, name, id string, step int, triggers []string) []byte {
+	own := name + ":" + id
+	if len(ns) > 0 {
+		own = strings.Join(ns, "|") + "|" + own
+	}
 	return e.appendMeta(nil, graph.MessageEvent{
 		Node: name, Step: step, TaskID: id, Triggers: triggers,
-		Path: []any{"__pregel_pull", name}, Namespace: name + ":" + id,
+		Path: []any{"__pregel_pull", name}, Namespace: own,
 	})
 }
 
@@ -158,29 +205,114 @@ func appendStrings(b []byte, ss []string) []byte {
 	return append(b, ']')
 }
 
-// nodeParents are the parent_ids of a node's chain; taskParents those of
-// a run nested in task's chain (a model reply, a tool call).
-func (e *encoder) nodeParents() []string { return []string{e.lc.runID} }
+// nsTask is the id of the task a namespace's part ("node:task_id") names.
+func nsTask(part string) string { return part[strings.LastIndexByte(part, ':')+1:] }
 
-func (e *encoder) taskParents(task string) []string { return []string{e.lc.runID, task} }
+// chainParents are the parent_ids of a node's chain in the (sub)graph at
+// namespace ns: the graph's run, then, for each subgraph on the way, the
+// chain of the task that runs it and the subgraph's own run.
+func (e *encoder) chainParents(ns []string) []string {
+	out := make([]string, 1, 1+2*len(ns))
+	out[0] = e.lc.runID
+	for _, part := range ns {
+		task := nsTask(part)
+		out = append(out, task)
+		if sr := e.lc.subs[task]; sr != nil {
+			out = append(out, sr.runID)
+		}
+	}
+	return out
+}
 
-// encodeEvents turns a task or message event of the root graph into
-// stream events, in the events mode.
+// taskParents are the parent_ids of a run nested in a task's chain (a
+// model reply, a tool call): the task's chain's, and the task's. checkNS
+// is the task's checkpoint namespace, its parents' parts before its own.
+func (e *encoder) taskParents(checkNS, task string) []string {
+	i := strings.LastIndexByte(checkNS, '|')
+	if i < 0 {
+		return []string{e.lc.runID, task}
+	}
+	return append(e.chainParents(strings.Split(checkNS[:i], "|")), task)
+}
+
+// openSubs opens the run of each subgraph on the way to namespace ns not
+// yet open: a subgraph's run starts with its first event, nested in the
+// chain of the task that runs it, with that chain's input and metadata,
+// and is named after the subgraph.
+func (e *encoder) openSubs(ns []string, emit func(string, []byte) error) error {
+	for i, part := range ns {
+		task := nsTask(part)
+		if e.lc.subs[task] != nil {
+			continue
+		}
+		sr := &subRun{runID: ids.Random(), name: e.subName(ns[:i+1]), parents: append(e.chainParents(ns[:i]), task)}
+		input := []byte("null")
+		if tr := e.lc.tasks[task]; tr != nil {
+			input, sr.meta = tr.input, tr.meta
+		} else {
+			sr.meta = e.runMetaJSON()
+		}
+		e.lc.subs[task] = sr
+		if err := emit(modeEvents, e.lcEvent("on_chain_start", sr.name, sr.runID, nil, sr.parents, sr.meta, lcField{"input", input})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// subName names the run of the subgraph at namespace ns after the
+// subgraph, found by its nodes' names; a graph a node invokes from inside
+// its function is not known by them, and is LangGraph.
+func (e *encoder) subName(ns []string) string {
+	if e.lc.g == nil {
+		return "LangGraph"
+	}
+	nodes := make([]string, len(ns))
+	for i, part := range ns {
+		nodes[i] = part
+		if j := strings.LastIndexByte(part, ':'); j >= 0 {
+			nodes[i] = part[:j]
+		}
+	}
+	for _, sg := range e.lc.g.Subgraphs(strings.Join(nodes, "|"), true) {
+		return graphRunName(sg)
+	}
+	return "LangGraph"
+}
+
+// encodeEvents turns a task, message or tools event of the graph or of
+// one of its subgraphs into stream events, in the events mode; a
+// subgraph's values events make its run's output.
 func (e *encoder) encodeEvents(ev graph.Event, emit func(string, []byte) error) error {
-	if e.lc == nil || len(ev.Namespace) > 0 {
+	if e.lc == nil {
 		return nil
 	}
+	if len(ev.Namespace) > 0 {
+		switch ev.Mode {
+		case graph.StreamTasks, graph.StreamMessages, graph.StreamTools, graph.StreamValues:
+			if err := e.openSubs(ev.Namespace, emit); err != nil {
+				return err
+			}
+		}
+	}
 	switch ev.Mode {
+	case graph.StreamValues:
+		if len(ev.Namespace) > 0 {
+			s, _ := ev.Values()
+			e.lc.subs[nsTask(ev.Namespace[len(ev.Namespace)-1])].values = &s
+		}
 	case graph.StreamTasks:
 		if ts, ok := ev.TaskStart(); ok {
 			input, err := json.Marshal(ts.Input)
 			if err != nil {
 				return err
 			}
-			return emit(modeEvents, e.lcEvent("on_chain_start", ts.Name, ts.ID, stepTags(ts.Step), e.nodeParents(), e.taskMeta(ts.Name, ts.ID, ts.Step, ts.Triggers), lcField{"input", input}))
+			tr := &taskRun{input: input, meta: e.taskMeta(ev.Namespace, ts.Name, ts.ID, ts.Step, ts.Triggers)}
+			e.lc.tasks[ts.ID] = tr
+			return emit(modeEvents, e.lcEvent("on_chain_start", ts.Name, ts.ID, stepTags(ts.Step), e.chainParents(ev.Namespace), tr.meta, lcField{"input", input}))
 		}
 		if tr, ok := ev.TaskResult(); ok {
-			return e.endTask(tr, emit)
+			return e.endTask(ev.Namespace, tr, emit)
 		}
 	case graph.StreamMessages:
 		me, _ := ev.Message()
@@ -192,7 +324,7 @@ func (e *encoder) encodeEvents(ev graph.Event, emit func(string, []byte) error) 
 		if r == nil {
 			meta := e.appendMeta(nil, me)
 			meta = append(meta[:len(meta)-1], `,"ls_model_type":"chat"}`...)
-			r = &streamedReply{chunk: c, meta: meta, parents: e.taskParents(me.TaskID)}
+			r = &streamedReply{chunk: c, meta: meta, parents: e.taskParents(me.Namespace, me.TaskID)}
 			e.lc.reply[c.ID] = r
 			e.lc.open[me.TaskID] = append(e.lc.open[me.TaskID], c.ID)
 			if err := emit(modeEvents, e.lcEvent("on_chat_model_start", modelName(c), replyRunID(c.ID), nil, r.parents, meta)); err != nil {
@@ -235,7 +367,7 @@ func (e *encoder) toolEvent(te graph.ToolEvent, emit func(string, []byte) error)
 			e.lc.calls[task] = calls
 		}
 		calls[key] = r
-		return emit(modeEvents, e.lcEvent("on_tool_start", r.name, r.runID, nil, e.taskParents(task), r.meta, lcField{"input", input}))
+		return emit(modeEvents, e.lcEvent("on_tool_start", r.name, r.runID, nil, e.taskParents(te.Task.Namespace, task), r.meta, lcField{"input", input}))
 	case graph.ToolEnded, graph.ToolFailed:
 		r := e.lc.calls[task][key]
 		if r == nil {
@@ -246,7 +378,7 @@ func (e *encoder) toolEvent(te graph.ToolEvent, emit func(string, []byte) error)
 		if te.Kind == graph.ToolFailed {
 			event, field, value = "on_tool_error", "error", te.Error
 		}
-		return emit(modeEvents, e.lcEvent(event, r.name, r.runID, nil, e.taskParents(task), r.meta, lcField{"input", r.input}, lcField{field, toolValue(value)}))
+		return emit(modeEvents, e.lcEvent(event, r.name, r.runID, nil, e.taskParents(te.Task.Namespace, task), r.meta, lcField{"input", r.input}, lcField{field, toolValue(value)}))
 	}
 	return nil
 }
@@ -272,9 +404,11 @@ func toolKey(te graph.ToolEvent) string {
 	return te.ToolCallID + "\x00" + te.Name
 }
 
-// endTask ends the replies streamed in a task, then the task's chain,
-// with its update as output.
-func (e *encoder) endTask(tr graph.TaskResult, emit func(string, []byte) error) error {
+// endTask ends the replies streamed in a task, then the run of the
+// subgraph it ran, with the subgraph's last values as output, then the
+// task's chain, with its update as output; ns is the namespace of the
+// (sub)graph the task ran in.
+func (e *encoder) endTask(ns []string, tr graph.TaskResult, emit func(string, []byte) error) error {
 	for _, id := range e.lc.open[tr.ID] {
 		r := e.lc.reply[id]
 		out, err := appendChunk(nil, r.chunk)
@@ -288,14 +422,35 @@ func (e *encoder) endTask(tr graph.TaskResult, emit func(string, []byte) error) 
 	}
 	delete(e.lc.open, tr.ID)
 	delete(e.lc.calls, tr.ID) // calls the task left unended end with it, unreported
+	started := e.lc.tasks[tr.ID]
+	delete(e.lc.tasks, tr.ID)
+	sr := e.lc.subs[tr.ID]
 	if tr.Error != "" {
+		delete(e.lc.subs, tr.ID)
 		return nil // the run fails: LangChain ends a failed chain with no end event
 	}
+	if sr != nil {
+		out := []byte("null")
+		if sr.values != nil {
+			var err error
+			if out, err = sr.values.MarshalJSON(); err != nil {
+				return err
+			}
+		}
+		if err := emit(modeEvents, e.lcEvent("on_chain_end", sr.name, sr.runID, nil, sr.parents, sr.meta, lcField{"output", out})); err != nil {
+			return err
+		}
+	}
+	delete(e.lc.subs, tr.ID)
 	output, err := json.Marshal(tr.Result)
 	if err != nil {
 		return err
 	}
-	return emit(modeEvents, e.lcEvent("on_chain_end", tr.Name, tr.ID, stepTags(tr.Step), e.nodeParents(), e.taskMeta(tr.Name, tr.ID, tr.Step, nil), lcField{"output", output}))
+	meta := e.taskMeta(ns, tr.Name, tr.ID, tr.Step, nil)
+	if started != nil {
+		meta = started.meta
+	}
+	return emit(modeEvents, e.lcEvent("on_chain_end", tr.Name, tr.ID, stepTags(tr.Step), e.chainParents(ns), meta, lcField{"output", output}))
 }
 
 // stepTags are a node's tags, as LangGraph tags a node's run.

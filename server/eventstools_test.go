@@ -56,8 +56,9 @@ func eventsOf(t *testing.T, s *testServer, text string, modes ...string) (lc []l
 // on_tool_end with them and the tool message, or on_tool_error with the
 // error, between the node's on_chain_start and on_chain_end, with a run id
 // of its own and the graph's and the node's run ids as parent_ids. Its
-// progress has no event; a subgraph's tool calls are not in the stream, as
-// the subgraph's nodes are not.
+// progress has no event. A subgraph's node's tool call is nested in that
+// node's chain, inside the subgraph's run, inside the chain of the node
+// that runs the subgraph, without stream_subgraphs too.
 func TestStreamEventsModeTools(t *testing.T) {
 	s := newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"tooly": toolsGraph}})
 	for _, tc := range []struct {
@@ -81,7 +82,7 @@ func TestStreamEventsModeTools(t *testing.T) {
 		runs := map[string]string{} // chain name → run id
 		for _, ev := range lc {
 			got = append(got, ev.Event+" "+ev.Name)
-			if ev.Event == "on_chain_start" {
+			if ev.Event == "on_chain_start" && runs[ev.Name] == "" {
 				runs[ev.Name] = ev.RunID
 			}
 		}
@@ -89,11 +90,36 @@ func TestStreamEventsModeTools(t *testing.T) {
 			"on_chain_start LangGraph",
 			"on_chain_start agent", "on_chain_end agent",
 			"on_chain_start tools", "on_tool_start " + tc.text, tc.end + " " + tc.text, "on_chain_end tools",
-			"on_chain_start sub", "on_chain_end sub",
+			"on_chain_start sub", "on_chain_start LangGraph", "on_chain_start check",
+			"on_tool_start echo", "on_tool_end echo",
+			"on_chain_end check", "on_chain_end LangGraph", "on_chain_end sub",
 			"on_chain_end LangGraph",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("%s: events (-want +got):\n%s", tc.text, diff)
+		}
+		// The subgraph's run (the second LangGraph) and its node's tool call.
+		subRun, check, echo := lc[8], lc[9], lc[10]
+		if subRun.RunID == lc[0].RunID || !uuidPattern.MatchString(subRun.RunID) {
+			t.Errorf("%s: the subgraph's run id %q", tc.text, subRun.RunID)
+		}
+		if diff := cmp.Diff([]string{runs["LangGraph"], runs["sub"]}, subRun.ParentIDs); diff != "" {
+			t.Errorf("%s: the subgraph's parent_ids (-want +got):\n%s", tc.text, diff)
+		}
+		if diff := cmp.Diff([]string{runs["LangGraph"], runs["sub"], subRun.RunID}, check.ParentIDs); diff != "" {
+			t.Errorf("%s: the subgraph's node's parent_ids (-want +got):\n%s", tc.text, diff)
+		}
+		if diff := cmp.Diff([]string{runs["LangGraph"], runs["sub"], subRun.RunID, runs["check"]}, echo.ParentIDs); diff != "" {
+			t.Errorf("%s: the subgraph's tool call's parent_ids (-want +got):\n%s", tc.text, diff)
+		}
+		ns := "sub:" + runs["sub"] + "|check:" + runs["check"]
+		for _, ev := range []lcStreamEvent{check, echo} {
+			if md := ev.Metadata; md["langgraph_node"] != "check" || md["langgraph_checkpoint_ns"] != ns || md["checkpoint_ns"] != ns {
+				t.Errorf("%s: %s %s's metadata = %v", tc.text, ev.Event, ev.Name, md)
+			}
+		}
+		if md := subRun.Metadata; md["langgraph_node"] != "sub" || md["checkpoint_ns"] != "sub:"+runs["sub"] {
+			t.Errorf("%s: the subgraph's metadata = %v", tc.text, md)
 		}
 		if diff := cmp.Diff([]string{runs["LangGraph"]}, lc[3].ParentIDs); diff != "" {
 			t.Errorf("%s: the node's parent_ids (-want +got):\n%s", tc.text, diff)
@@ -163,7 +189,9 @@ func TestStreamEventsAndToolsModesApart(t *testing.T) {
 			tools++
 		}
 	}
-	if tools != 2 || count(others, "tools") != 3 {
+	// The subgraph's echo call is in the events mode (not in tools, without
+	// stream_subgraphs).
+	if tools != 4 || count(others, "tools") != 3 {
 		t.Errorf("events and tools: %d tool events in events, others %q", tools, others)
 	}
 }

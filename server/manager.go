@@ -711,10 +711,13 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 		return err
 	}
 	opts := &graph.RunOptions{
-		ThreadID:        lr.rec.ThreadID,
-		Lease:           lease,
-		StreamModes:     m.graphModes(lr, enc),
-		Subgraphs:       lr.kw.Subgraphs,
+		ThreadID:    lr.rec.ThreadID,
+		Lease:       lease,
+		StreamModes: m.graphModes(lr, enc),
+		// The events mode nests the runs of subgraphs whether or not the
+		// client asked for stream_subgraphs (astream_events sees them
+		// all): the encoder drops the other modes' subgraph events then.
+		Subgraphs:       lr.kw.Subgraphs || enc.want[modeEvents],
 		CheckpointID:    lr.kw.CheckpointID,
 		InterruptBefore: lr.kw.InterruptBefore,
 		InterruptAfter:  lr.kw.InterruptAfter,
@@ -740,14 +743,18 @@ func (m *manager) stream(ctx context.Context, lr *liveRun, lease *checkpoint.Lea
 		}
 		return nil
 	}
-	if err := enc.startEvents(g.Name(), lr.rec.ID, lr.kw.Input, emit); err != nil {
+	if err := enc.startEvents(g, lr.rec.ID, lr.kw.Input, emit); err != nil {
 		return err
 	}
 	for ev, err := range g.Stream(ctx, in, opts) {
 		if err != nil {
 			return err
 		}
-		lr.tel.Observe(ev)
+		if len(ev.Namespace) == 0 || lr.kw.Subgraphs {
+			// Subgraph tasks make spans with stream_subgraphs only, as
+			// before the events mode asked for them.
+			lr.tel.Observe(ev)
+		}
 		if err := enc.encode(ev, emit); err != nil {
 			return fmt.Errorf("encoding a %s event: %w", ev.Mode, err)
 		}

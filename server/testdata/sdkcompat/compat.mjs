@@ -1423,8 +1423,9 @@ test(
     // The events mode: each tool call the tool node makes is a tool run
     // nested in the node's chain (parent_ids: the graph's run, the node's),
     // with a run id of its own; its progress has no event, and the events
-    // mode alone sends no tools events. The subgraph's own call is not in
-    // the stream, as the subgraph's nodes are not.
+    // mode alone sends no tools events. The subgraph's node's call is
+    // nested in that node's chain, inside the subgraph's run, inside the
+    // chain of the node that runs the subgraph (without streamSubgraphs).
     const { c } = ctx;
     for (const [text, endEvent, endData] of [
       ["search", "on_tool_end", (d) => [d.output?.type, d.output?.content, d.output?.tool_call_id, d.output?.status]],
@@ -1436,8 +1437,13 @@ test(
       eq(lc.map((e) => `${e.event} ${e.name}`), [
         "on_chain_start LangGraph", "on_chain_start agent", "on_chain_end agent",
         "on_chain_start tools", `on_tool_start ${text}`, `${endEvent} ${text}`, "on_chain_end tools",
-        "on_chain_start sub", "on_chain_end sub", "on_chain_end LangGraph",
+        "on_chain_start sub", "on_chain_start LangGraph", "on_chain_start check",
+        "on_tool_start echo", "on_tool_end echo",
+        "on_chain_end check", "on_chain_end LangGraph", "on_chain_end sub", "on_chain_end LangGraph",
       ], `${text}: stream events`);
+      const [subNode, subRun, check, echo] = [lc[7].run_id, lc[8].run_id, lc[9].run_id, lc[10]];
+      eq([lc[8].parent_ids, lc[9].parent_ids, echo.parent_ids], [[lc[0].run_id, subNode], [lc[0].run_id, subNode, subRun], [lc[0].run_id, subNode, subRun, check]], `${text}: the subgraph's parent_ids`);
+      eq(echo.metadata?.checkpoint_ns, `sub:${subNode}|check:${check}`, `${text}: the subgraph's tool run's checkpoint_ns`);
       const [graphRun, nodeRun, start, end] = [lc[0].run_id, lc[3].run_id, lc[4], lc[5]];
       eq(lc[3].parent_ids, [graphRun], `${text}: the node's parent_ids`);
       ok(isStr(start.run_id) && start.run_id === end.run_id && start.run_id !== nodeRun, `${text}: the tool run's id`, [start.run_id, end.run_id, nodeRun]);
