@@ -7,7 +7,6 @@ import (
 
 	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/ids"
-	"github.com/weftlabs/weft/internal/jsonx"
 )
 
 // callStream reports one tool call to the run's tools stream (graph's
@@ -43,11 +42,12 @@ func startCall(ctx context.Context, c CallInfo, args json.RawMessage, canonical 
 
 // argsValue is a call's arguments as a tools event carries them: their
 // JSON as it is, {} for none, and arguments that are not JSON as a string.
+// Canonical arguments are JSON: only the others need json.Valid.
 func argsValue(args json.RawMessage, canonical bool) any {
 	switch {
 	case len(args) == 0:
 		return json.RawMessage("{}")
-	case canonical || jsonx.Canonical(args) || json.Valid(args):
+	case canonical || json.Valid(args):
 		return args
 	}
 	return string(args)
