@@ -99,7 +99,7 @@ func (e ToolEvent) MarshalJSON() ([]byte, error) {
 // runs inside a node; code that runs tools of its own may call it too.
 func StreamTool(ctx context.Context, ev ToolEvent) {
 	tc := taskFrom(ctx)
-	if tc == nil || !tc.r.modes.has(StreamTools) || tc.emit == nil || !tc.live() {
+	if !tc.streamsTools() || !tc.live() {
 		return
 	}
 	ev.Task = tc.t.messageEvent(nil, tc.step)
@@ -108,8 +108,10 @@ func StreamTool(ctx context.Context, ev ToolEvent) {
 
 // StreamsTools reports whether ctx is a node's whose run streams tools
 // events: whether StreamTool would send anything.
-func StreamsTools(ctx context.Context) bool {
-	tc := taskFrom(ctx)
+func StreamsTools(ctx context.Context) bool { return taskFrom(ctx).streamsTools() }
+
+// streamsTools reports whether tc (nil outside a node) sends tools events.
+func (tc *taskCtx) streamsTools() bool {
 	return tc != nil && tc.r.modes.has(StreamTools) && tc.emit != nil
 }
 
