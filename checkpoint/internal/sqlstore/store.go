@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -1066,9 +1067,7 @@ func (s *Store) PatchMetadata(ctx context.Context, cfg checkpoint.Config, extra 
 		if meta.Extra == nil {
 			meta.Extra = make(map[string]any, len(extra))
 		}
-		for k, v := range extra {
-			meta.Extra[k] = v
-		}
+		maps.Copy(meta.Extra, extra)
 		b, err := marshalMeta(meta)
 		if err != nil {
 			return fmt.Errorf("%w: patch metadata: %v", checkpoint.ErrInvalid, err)
