@@ -144,30 +144,15 @@ func endTime(v string) (*time.Time, error) {
 
 // checkCronPayload checks that payload (a JSON object) makes a valid run
 // of assistant assistantID on threadID ("" for a new thread each time),
-// as a request to create the run would be checked, and returns the
-// assistant's id.
+// as a request to create the run would be checked (Server.checkRun), and
+// returns the assistant's id.
 func (s *Server) checkCronPayload(r *http.Request, payload json.RawMessage, assistantID, threadID, onRunCompleted string) (string, error) {
 	req, err := cronRunRequest(payload, assistantID, threadID, onRunCompleted)
 	if err != nil {
 		return "", err
 	}
-	if err := req.validate(); err != nil {
-		return "", err
-	}
-	if err := s.webhooks.check(req.Webhook); err != nil {
-		return "", err
-	}
-	a, err := s.runAssistant(r, assistantID, false)
-	if err != nil && !errors.Is(err, errNoSuchAssistant) {
-		return "", err
-	}
+	a, _, _, _, err := s.checkRun(r, req, threadID == "")
 	if err != nil {
-		return "", api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", assistantID).Because(errNoSuchAssistant)
-	}
-	if _, err := s.servedGraphOf(a); err != nil {
-		return "", err
-	}
-	if _, _, err := req.kwargs(r, threadID == "" && onRunCompleted != "keep"); err != nil {
 		return "", err
 	}
 	return a.ID, nil

@@ -104,34 +104,50 @@ func (m *manager) create(ctx context.Context, nr records.NewRun, kw runKwargs, g
 // its assistant changed while it was being created.
 const staleAssistantTries = 3
 
-// newRun creates a run from a request on threadID ("" for a stateless
-// run on a thread of its own), not yet launched.
-func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liveRun, error) {
+// noAssistant answers a lookup of assistant ref that failed: 404 when
+// there is none, the store's error (a passing one, say) as it is.
+func noAssistant(ref string, err error) error {
+	if !errors.Is(err, errNoSuchAssistant) {
+		return err
+	}
+	return api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", ref).Because(errNoSuchAssistant)
+}
+
+// checkRun checks a request to create a run, on a thread of its own when
+// stateless, as newRun does before it writes anything: its fields, its
+// webhook, its assistant and graph, and what the run would be given. It
+// returns the assistant, its graph, and the run's kwargs and thread
+// config.
+func (s *Server) checkRun(r *http.Request, req *runRequest, stateless bool) (records.Assistant, *servedGraph, runKwargs, json.RawMessage, error) {
+	fail := func(err error) (records.Assistant, *servedGraph, runKwargs, json.RawMessage, error) {
+		return records.Assistant{}, nil, runKwargs{}, nil, err
+	}
 	if err := req.validate(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := s.webhooks.check(req.Webhook); err != nil {
-		return nil, err
-	}
-	// noAssistant answers a lookup of the assistant that failed: 404
-	// when there is none, the store's error (a passing one, say) as it
-	// is.
-	noAssistant := func(err error) error {
-		if !errors.Is(err, errNoSuchAssistant) {
-			return err
-		}
-		return api.NotFound("No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID.", *req.AssistantID).Because(errNoSuchAssistant)
+		return fail(err)
 	}
 	a, err := s.runAssistant(r, *req.AssistantID, false)
 	if err != nil {
-		return nil, noAssistant(err)
+		return fail(noAssistant(*req.AssistantID, err))
 	}
 	g, err := s.servedGraphOf(a)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	stateless := threadID == ""
 	kw, threadConfig, err := req.kwargs(r, stateless && req.OnCompletion != "keep")
+	if err != nil {
+		return fail(err)
+	}
+	return a, g, kw, threadConfig, nil
+}
+
+// newRun creates a run from a request on threadID ("" for a stateless
+// run on a thread of its own), not yet launched.
+func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liveRun, error) {
+	stateless := threadID == ""
+	a, g, kw, threadConfig, err := s.checkRun(r, req, stateless)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +188,7 @@ func (s *Server) newRun(r *http.Request, req *runRequest, threadID string) (*liv
 			return nil, api.Conflict("Assistant %s changed while the run was being created; try again", a.ID).Because(err)
 		}
 		if a, err = s.runAssistant(r, *req.AssistantID, true); err != nil {
-			return nil, noAssistant(err)
+			return nil, noAssistant(*req.AssistantID, err)
 		}
 		if g, err = s.servedGraphOf(a); err != nil {
 			return nil, err
