@@ -599,10 +599,7 @@ func (c *cronScheduler) fireBatch(ctx context.Context, now time.Time) int {
 // bounds, is logged, and the schedule goes on from next. Nothing here
 // waits but the one write that gives the tick back.
 func (c *cronScheduler) failed(ctx context.Context, cr records.Cron, next *time.Time, err error) {
-	tick := *cr.NextRunDate
-	if cr.RetryTick != nil {
-		tick = *cr.RetryTick
-	}
+	tick := dueTick(cr)
 	attempts := cr.RetryAttempts + 1
 	log := c.s.log.With("cron_id", cr.ID, "thread_id", cr.ThreadID, "assistant_id", cr.AssistantID, "tick", tick, "attempts", attempts, "err", err)
 	const failedText = "server: a cron's tick failed to create its run"
@@ -630,6 +627,15 @@ func (c *cronScheduler) failed(ctx context.Context, cr records.Cron, next *time.
 	default:
 		log.Warn(failedText+"; it is tried again", "retry_at", retryAt)
 	}
+}
+
+// dueTick is the tick of a cron due that its run is made for: the tick
+// tried again (records.Cron.RetryTick), or else its next tick.
+func dueTick(c records.Cron) time.Time {
+	if c.RetryTick != nil {
+		return *c.RetryTick
+	}
+	return *c.NextRunDate
 }
 
 // retryDelay is how long a tick that failed attempts times waits before
@@ -671,10 +677,7 @@ func (s *Server) fireCron(ctx context.Context, c records.Cron) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("its payload is not a run request: %w", err)
 	}
-	tick := *c.NextRunDate
-	if c.RetryTick != nil {
-		tick = *c.RetryTick
-	}
+	tick := dueTick(c)
 	req.cronTick = &records.CronTick{CronID: c.ID, Tick: tick}
 	r, err := http.NewRequestWithContext(auth.WithUser(ctx, c.Owner), http.MethodPost, "/runs/crons", nil)
 	if err != nil {
