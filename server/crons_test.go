@@ -385,11 +385,7 @@ func TestCronFiresOnceAcrossProcesses(t *testing.T) {
 			}
 			// Shut down, the schedulers have ended every look they began.
 			for _, srv := range srvs {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := srv.Shutdown(ctx); err != nil {
-					t.Errorf("Shutdown: %v", err)
-				}
-				cancel()
+				shutdownServer(t, srv)
 			}
 			r := newServer(t, server.Options{DB: db, CronInterval: -1})
 			var runs []map[string]any
@@ -600,11 +596,7 @@ func TestCronRetriedOnceAcrossProcesses(t *testing.T) {
 			}
 			// Shut down, the schedulers have ended every look they began.
 			for _, srv := range srvs {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := srv.Shutdown(ctx); err != nil {
-					t.Errorf("Shutdown: %v", err)
-				}
-				cancel()
+				shutdownServer(t, srv)
 			}
 			r := newServer(t, server.Options{DB: db, CronInterval: -1})
 			if runs := threadRuns(t, r, tid); len(runs) != ticks {

@@ -73,14 +73,19 @@ func startServer(t *testing.T, opts server.Options) *server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	t.Cleanup(func() { shutdownServer(t, srv) })
 	return srv
+}
+
+// shutdownServer shuts srv down, waiting at most 10 s; its error fails
+// the test.
+func shutdownServer(t *testing.T, srv *server.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
 }
 
 // testLogger writes a server's log to the test's.
