@@ -257,6 +257,18 @@ func paginate(w http.ResponseWriter, offset, n, total int) {
 	}
 }
 
+// writePage answers a search with a page of its items (offset of total),
+// keeping the fields its select names, and the pagination headers.
+func writePage[T any](w http.ResponseWriter, items []T, fields []string, offset, total int) error {
+	body, err := selectFields(items, fields)
+	if err != nil {
+		return err
+	}
+	paginate(w, offset, len(items), total)
+	api.WriteJSON(w, http.StatusOK, body)
+	return nil
+}
+
 // selectFields keeps only the fields a search's select names.
 func selectFields[T any](items []T, fields []string) (any, error) {
 	if len(fields) == 0 {
@@ -322,13 +334,7 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error 
 	for i, a := range list {
 		out[i] = assistantOut(a)
 	}
-	body, err := selectFields(out, req.Select)
-	if err != nil {
-		return err
-	}
-	paginate(w, offset, len(out), total)
-	api.WriteJSON(w, http.StatusOK, body)
-	return nil
+	return writePage(w, out, req.Select, offset, total)
 }
 
 func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request) error {

@@ -449,13 +449,7 @@ func (s *Server) searchCrons(w http.ResponseWriter, r *http.Request) error {
 	for i, c := range list {
 		out[i] = cronOut(c, withNow)
 	}
-	body, err := selectFields(out, req.Select)
-	if err != nil {
-		return err
-	}
-	paginate(w, q.Offset, len(out), total)
-	api.WriteJSON(w, http.StatusOK, body)
-	return nil
+	return writePage(w, out, req.Select, q.Offset, total)
 }
 
 func (s *Server) countCrons(w http.ResponseWriter, r *http.Request) error {

@@ -412,13 +412,7 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
 	for i, t := range list {
 		out[i] = threadOut(t)
 	}
-	body, err := selectFields(out, req.Select)
-	if err != nil {
-		return err
-	}
-	paginate(w, q.Offset, len(out), total)
-	api.WriteJSON(w, http.StatusOK, body)
-	return nil
+	return writePage(w, out, req.Select, q.Offset, total)
 }
 
 func (s *Server) countThreads(w http.ResponseWriter, r *http.Request) error {
