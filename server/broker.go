@@ -244,18 +244,13 @@ func (b *memoryBroker) read(ctx context.Context, st *memStream, after int, idle 
 	return func(yield func([]Event, error) bool) {
 		for {
 			st.mu.Lock()
-			if next < st.first {
-				if after != -1 || next > 0 {
-					st.mu.Unlock()
-					yield(nil, ErrStreamTrimmed)
-					return
-				}
-				next = st.first
+			batch, from, ok := st.keptLocked(next, after)
+			if !ok {
+				st.mu.Unlock()
+				yield(nil, ErrStreamTrimmed)
+				return
 			}
-			var batch []Event
-			if i := next - st.first; i < len(st.events) {
-				batch = append([]Event(nil), st.events[i:]...)
-			}
+			next = from
 			closed, wake := st.closed, st.wake
 			if len(batch) == 0 && !closed {
 				st.waited = true // it waits on wake below
@@ -287,6 +282,23 @@ func (b *memoryBroker) read(ctx context.Context, st *memStream, after int, idle 
 	}
 }
 
+// keptLocked returns a copy of the events st keeps from event id next on
+// (st.mu held), and next itself, moved up to the first event kept when a
+// reader from the first one (after -1) finds the earliest trimmed; ok is
+// false when events a reader after after wants were trimmed.
+func (st *memStream) keptLocked(next, after int) (events []Event, from int, ok bool) {
+	if next < st.first {
+		if after != -1 || next > 0 {
+			return nil, next, false
+		}
+		next = st.first
+	}
+	if i := next - st.first; i < len(st.events) {
+		events = append([]Event(nil), st.events[i:]...)
+	}
+	return events, next, true
+}
+
 // Kept implements keptReader.
 func (b *memoryBroker) Kept(ctx context.Context, runID string, after int) ([]Event, bool, iter.Seq2[[]Event, error], bool, error) {
 	st := b.stream(runID)
@@ -294,17 +306,10 @@ func (b *memoryBroker) Kept(ctx context.Context, runID string, after int) ([]Eve
 		return nil, false, nil, false, nil
 	}
 	st.mu.Lock()
-	next := after + 1
-	if next < st.first {
-		if after != -1 || next > 0 {
-			st.mu.Unlock()
-			return nil, false, nil, true, ErrStreamTrimmed
-		}
-		next = st.first
-	}
-	var kept []Event
-	if i := next - st.first; i < len(st.events) {
-		kept = append([]Event(nil), st.events[i:]...)
+	kept, _, ok := st.keptLocked(after+1, after)
+	if !ok {
+		st.mu.Unlock()
+		return nil, false, nil, true, ErrStreamTrimmed
 	}
 	last, ended := st.next-1, st.closed
 	st.mu.Unlock()
