@@ -35,6 +35,25 @@ const (
 // per event.
 const publishCooldown = 5 * time.Second
 
+// skipWhileDown is the error of a write (doing names it) skipped since
+// Redis failed less than publishCooldown before now; nil otherwise.
+func (b *redisBroker) skipWhileDown(now time.Time, doing string) error {
+	b.mu.Lock()
+	down := now.Before(b.downUntil)
+	b.mu.Unlock()
+	if down {
+		return unavailable(doing, errors.New("skipped: Redis failed less than 5 s ago"))
+	}
+	return nil
+}
+
+// failed makes writes skip Redis for publishCooldown: one just failed.
+func (b *redisBroker) failed() {
+	b.mu.Lock()
+	b.downUntil = time.Now().Add(publishCooldown)
+	b.mu.Unlock()
+}
+
 // closeGrace is how long the events of a run that is not resumable stay
 // after it ends, for the readers that are still behind.
 const closeGrace = time.Minute
@@ -255,11 +274,8 @@ func (b *redisBroker) Publish(runID string, ev Event) error {
 		args.MinID, args.Approx = entryID(st.first), true
 	}
 	now := time.Now()
-	b.mu.Lock()
-	down := now.Before(b.downUntil)
-	b.mu.Unlock()
-	if down {
-		return unavailable("writing an event", errors.New("skipped: Redis failed less than 5 s ago"))
+	if err := b.skipWhileDown(now, "writing an event"); err != nil {
+		return err
 	}
 	ctx, cancel := b.call(context.Background())
 	defer cancel()
@@ -277,9 +293,7 @@ func (b *redisBroker) Publish(runID string, ev Event) error {
 		err = b.c.XAdd(ctx, args).Err()
 	}
 	if err != nil {
-		b.mu.Lock()
-		b.downUntil = time.Now().Add(publishCooldown)
-		b.mu.Unlock()
+		b.failed()
 		// The event's number is taken all the same: a reader finds the
 		// gap and is told it missed events.
 		if !st.failedOnce {
@@ -634,18 +648,13 @@ func (b *redisBroker) threadChannel() string { return b.opts.Prefix + "threads" 
 // skips Redis for a while after Redis failed: a run's creation then costs
 // no timeout for its note.
 func (b *redisBroker) RelayThreadNote(ctx context.Context, note []byte) error {
-	b.mu.Lock()
-	down := time.Now().Before(b.downUntil)
-	b.mu.Unlock()
-	if down {
-		return unavailable("relaying a thread's note", errors.New("skipped: Redis failed less than 5 s ago"))
+	if err := b.skipWhileDown(time.Now(), "relaying a thread's note"); err != nil {
+		return err
 	}
 	ctx, cancel := b.call(ctx)
 	defer cancel()
 	if err := b.c.Publish(ctx, b.threadChannel(), note).Err(); err != nil {
-		b.mu.Lock()
-		b.downUntil = time.Now().Add(publishCooldown)
-		b.mu.Unlock()
+		b.failed()
 		return unavailable("relaying a thread's note", err)
 	}
 	return nil
