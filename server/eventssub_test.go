@@ -182,7 +182,7 @@ func TestStreamEventsModeLeavesOtherModes(t *testing.T) {
 // every event is nested in runs started before it; a failed node's chain
 // has no end.
 func TestStreamEventsModeSubgraphFailsOrInterrupts(t *testing.T) {
-	s := newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"tooly": toolsGraph}})
+	s := toolsServer(t)
 	for _, text := range []string{"fail", "ask"} {
 		lc, _ := eventsOf(t, s, text, "events")
 		started := map[string]bool{}

@@ -60,7 +60,7 @@ func eventsOf(t *testing.T, s *testServer, text string, modes ...string) (lc []l
 // node's chain, inside the subgraph's run, inside the chain of the node
 // that runs the subgraph, without stream_subgraphs too.
 func TestStreamEventsModeTools(t *testing.T) {
-	s := newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"tooly": toolsGraph}})
+	s := toolsServer(t)
 	for _, tc := range []struct {
 		text, end string
 		data      map[string]string
@@ -169,7 +169,7 @@ func rawStrings(m map[string]json.RawMessage) map[string]string {
 // events only to a client that asked for the tools mode too; the tools
 // mode alone sends no events-mode events.
 func TestStreamEventsAndToolsModesApart(t *testing.T) {
-	s := newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"tooly": toolsGraph}})
+	s := toolsServer(t)
 	count := func(names []string, name string) (n int) {
 		for _, x := range names {
 			if x == name {

@@ -17,6 +17,11 @@ import (
 	"github.com/weftlabs/weft/tool"
 )
 
+// toolsServer serves toolsGraph as the assistant "tooly".
+func toolsServer(t *testing.T) *testServer {
+	return newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"tooly": toolsGraph}})
+}
+
 // toolsGraph is START → agent → tools → sub → END. The agent calls the
 // tool the human message names ("search" or "broken"), once, as call_1;
 // search reports progress. The subgraph sub runs check, which calls the
@@ -112,7 +117,7 @@ func stripIDs(t *testing.T, evs []sseEvent) []string {
 // message) or error, as LangGraph's tools events; a subgraph's only with
 // stream_subgraphs, named "tools|<namespace>".
 func TestStreamModeTools(t *testing.T) {
-	s := newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"tooly": toolsGraph}})
+	s := toolsServer(t)
 	tid := s.newThread()
 	_, evs := s.stream("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "tooly", "input": human("search"), "stream_mode": []string{"tools"}})
 	want := []string{
@@ -186,7 +191,7 @@ func TestStreamModeTools(t *testing.T) {
 // starts and ends (completed, failed with the error, interrupted), with
 // or without stream_subgraphs; nothing for the root graph.
 func TestStreamModeLifecycle(t *testing.T) {
-	s := newServer(t, server.Options{Graphs: map[string]server.GraphFunc{"tooly": toolsGraph}})
+	s := toolsServer(t)
 	lifecycle := func(text string, subgraphs bool) ([]string, []sseEvent) {
 		t.Helper()
 		tid := s.newThread()
