@@ -146,10 +146,7 @@ func TestRedisBrokerTwoServers(t *testing.T) {
 	b := redisServer(t, reopen(t, db), rc, prefix)
 	tid := a.newThread()
 	slow := func(tag string, delayMS int) map[string]any {
-		return map[string]any{
-			"assistant_id": "slow", "input": map[string]any{"delay_ms": delayMS, "tag": tag},
-			"stream_mode": []string{"values", "updates"}, "stream_resumable": true, "on_disconnect": "continue",
-		}
+		return slowRun(tag, delayMS, "on_disconnect", "continue")
 	}
 
 	// A run on A that waits until it is cancelled: joined on B, left and
