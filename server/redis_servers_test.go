@@ -122,6 +122,15 @@ func (c *sseConn) close() {
 	c.res.Body.Close()
 }
 
+// twoRedisServers starts two servers on one PostgreSQL database (two
+// pools) and one Redis, under one prefix: two processes of one
+// deployment.
+func twoRedisServers(t *testing.T) (a, b *testServer) {
+	db := backends[1].open(t)
+	rc, prefix := redistest.New(t)
+	return redisServer(t, db, rc, prefix), redisServer(t, reopen(t, db), rc, prefix)
+}
+
 // redisServer starts a server on db whose broker is Redis through c,
 // under prefix.
 func redisServer(t *testing.T, db *dburl.DB, c redis.UniversalClient, prefix string) *testServer {
@@ -140,10 +149,7 @@ func sameEvents(t *testing.T, what string, want, got []sseEvent) {
 // streams: a run executing on one is streamed, resumed, cancelled and
 // joined through the other.
 func TestRedisBrokerTwoServers(t *testing.T) {
-	db := backends[1].open(t)
-	rc, prefix := redistest.New(t)
-	a := redisServer(t, db, rc, prefix)
-	b := redisServer(t, reopen(t, db), rc, prefix)
+	a, b := twoRedisServers(t)
 	tid := a.newThread()
 	slow := func(tag string, delayMS int) map[string]any {
 		return slowRun(tag, delayMS, "on_disconnect", "continue")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/weftlabs/weft/internal/redistest"
 	"github.com/weftlabs/weft/server"
 )
 
@@ -322,10 +321,7 @@ func TestThreadStreamEnds(t *testing.T) {
 // With the Redis broker, a thread's stream on one process follows the runs
 // another creates on the thread, and its state updates.
 func TestThreadStreamTwoServers(t *testing.T) {
-	db := backends[1].open(t)
-	rc, prefix := redistest.New(t)
-	a := redisServer(t, db, rc, prefix)
-	b := redisServer(t, reopen(t, db), rc, prefix)
+	a, b := twoRedisServers(t)
 	tid := a.newThread()
 	onA := a.openSSE("GET", "/threads/"+tid+"/stream?stream_mode=run_modes,state_update", nil)
 	r1 := b.startRun(tid, slowRun("b", 0))
