@@ -496,17 +496,13 @@ func (s *Server) writeState(w http.ResponseWriter, r *http.Request, checkpointID
 	return nil
 }
 
-// stateJSON is the thread's latest state as GET /threads/{id}/state
-// answers it.
-func (s *Server) stateJSON(ctx context.Context, g *servedGraph, threadID string) (threadStateJSON, error) {
-	snap, err := g.g.GetState(ctx, checkpoint.Config{ThreadID: threadID}, &graph.StateOptions{})
-	if err != nil {
-		return threadStateJSON{}, err
-	}
+// stateJSON is a thread's latest state, snap, as GET
+// /threads/{id}/state answers it.
+func stateJSON(snap graph.StateSnapshot) threadStateJSON {
 	if snap.Config.CheckpointID == "" {
-		return emptyState(), nil
+		return emptyState()
 	}
-	return stateOut(snap), nil
+	return stateOut(snap)
 }
 
 func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
@@ -626,10 +622,11 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	if err := s.recordThreadState(ctx, g, t.ID); err != nil {
+	snap, err := s.readRecordThreadState(ctx, g, t.ID)
+	if err != nil {
 		return err
 	}
-	s.stateUpdated(ctx, g, t.ID)
+	s.stateUpdated(t.ID, snap)
 	api.WriteJSON(w, http.StatusOK, map[string]any{"checkpoint": map[string]string{
 		"thread_id": next.ThreadID, "checkpoint_ns": next.Namespace, "checkpoint_id": next.CheckpointID,
 	}})
@@ -673,10 +670,22 @@ func inputIssue(err error, path ...any) error {
 // recordThreadState copies a thread's latest state into its record:
 // values, pending interrupts, and status (interrupted when tasks wait).
 func (s *Server) recordThreadState(ctx context.Context, g *servedGraph, threadID string) error {
+	_, err := s.readRecordThreadState(ctx, g, threadID)
+	return err
+}
+
+// readRecordThreadState is recordThreadState, returning the state it
+// read.
+func (s *Server) readRecordThreadState(ctx context.Context, g *servedGraph, threadID string) (graph.StateSnapshot, error) {
 	snap, err := g.g.GetState(ctx, checkpoint.Config{ThreadID: threadID}, nil)
 	if err != nil {
-		return err
+		return snap, err
 	}
+	return snap, s.recordSnapshot(ctx, threadID, snap)
+}
+
+// recordSnapshot copies snap, a thread's latest state, into its record.
+func (s *Server) recordSnapshot(ctx context.Context, threadID string, snap graph.StateSnapshot) error {
 	values, err := json.Marshal(snap.Values)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/weftlabs/weft/graph"
 	"github.com/weftlabs/weft/internal/jsonx"
 	"github.com/weftlabs/weft/server/internal/api"
 	"github.com/weftlabs/weft/server/internal/records"
@@ -317,19 +318,15 @@ func (m *manager) relayed(data []byte) {
 }
 
 // stateUpdated tells the streams of threadID, here and (through the
-// broker) elsewhere, that its state was updated through the API; state is
-// what GET /threads/{id}/state answers now.
-func (s *Server) stateUpdated(ctx context.Context, g *servedGraph, threadID string) {
+// broker) elsewhere, that its state was updated through the API: snap is
+// the latest state the update read and recorded, sent as GET
+// /threads/{id}/state answers it (read once for both).
+func (s *Server) stateUpdated(threadID string, snap graph.StateSnapshot) {
 	_, relays := s.runs.broker.(threadRelay)
 	if !relays && !s.runs.threads.watched(threadID) {
 		return
 	}
-	state, err := s.stateJSON(ctx, g, threadID)
-	if err != nil {
-		s.log.Warn("server: reading a thread's state for its streams", "thread_id", threadID, "err", err)
-		return
-	}
-	data, err := json.Marshal(map[string]any{"state": state, "thread_id": threadID})
+	data, err := json.Marshal(map[string]any{"state": stateJSON(snap), "thread_id": threadID})
 	if err != nil {
 		return
 	}
